@@ -1,0 +1,98 @@
+import keras
+from keras import ops
+
+from zoo.schema import Schema
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class FeatureEmbedding(keras.layers.Layer):
+    """The shared embedding front-end: a batch dict in the input contract -> per-group embeddings.
+
+    One embedding table per field; `hist_<f>` and `cand_<f>` share the table of field `f`. The
+    behaviour and candidate tokens follow `schema.sequence_fields()`: a token is the concatenation of
+    its fields' embeddings, and a field its group lacks is zero-filled (SUAN's target-aware sequence,
+    §3.1: "the target item's behaviour-only fields are zero"). Every model of the zoo starts here.
+
+    Returns a dict with, where the schema has them:
+        "hist": [B, L, D] behaviour tokens; "hist_valid": [B, L] bool, False on padding (all ids 0);
+        "cand": [B, M, D] candidate tokens in the same layout;
+        "user": [B, D_user], "ctx": [B, D_ctx] concatenated field embeddings;
+        "num": [B, F_num] float32 numerics;
+        and every id feature's own embedding under its key ("user_age": [B, d]).
+    """
+
+    def __init__(self, schema, embeddings_initializer="uniform", **kwargs):
+        super().__init__(**kwargs)
+        self.schema = Schema.from_dict(schema)
+        self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
+        self.tables = {}
+        for feature in self.schema.features:
+            if feature.group == "num":
+                continue
+            table = feature.name if feature.group in ("hist", "cand") else feature.key
+            if table not in self.tables:
+                self.tables[table] = keras.layers.Embedding(
+                    feature.vocabulary_size,
+                    feature.embedding_dim,
+                    embeddings_initializer=self.embeddings_initializer,
+                    name=f"embedding_{table}",
+                )
+
+    def build(self, input_shape=None):
+        for feature in self.schema.features:
+            if feature.group != "num":
+                self._table(feature).build(None)
+        self.built = True
+
+    def _table(self, feature):
+        return self.tables[feature.name if feature.group in ("hist", "cand") else feature.key]
+
+    def _tokens(self, features, group, embedded):
+        """Concatenates a sequence group's fields in the shared layout, zero-filling absent fields."""
+        present = {f.name: f for f in self.schema.group(group)}
+        reference = ops.cast(features[next(iter(present.values())).key], self.compute_dtype)
+        parts = []
+        for name in self.schema.sequence_fields():
+            if name in present:
+                parts.append(embedded[present[name].key])
+            else:
+                width = self.schema.feature(
+                    f"{'cand' if group == 'hist' else 'hist'}_{name}"
+                ).embedding_dim
+                zeros = ops.zeros_like(reference)[..., None]  # [B, L or M, 1]
+                parts.append(ops.repeat(zeros, width, axis=-1))
+        return ops.concatenate(parts, axis=-1) if len(parts) > 1 else parts[0]
+
+    def call(self, features):
+        embedded = {
+            f.key: self._table(f)(ops.cast(features[f.key], "int32"))
+            for f in self.schema.features
+            if f.group != "num"
+        }
+        outputs = dict(embedded)
+        for group in ("hist", "cand"):
+            if self.schema.group(group):
+                outputs[group] = self._tokens(features, group, embedded)
+        if self.schema.group("hist"):
+            ids = [ops.cast(features[f.key], "int32") for f in self.schema.group("hist")]
+            nonzero = ops.stack([ops.not_equal(i, 0) for i in ids], axis=-1)
+            outputs["hist_valid"] = ops.any(nonzero, axis=-1)
+        for group in ("user", "ctx"):
+            keys = [f.key for f in self.schema.group(group)]
+            if keys:
+                parts = [embedded[k] for k in keys]
+                outputs[group] = ops.concatenate(parts, axis=-1) if len(parts) > 1 else parts[0]
+        numerics = [ops.cast(features[f.key], self.compute_dtype) for f in self.schema.group("num")]
+        if numerics:
+            outputs["num"] = ops.stack(numerics, axis=-1)
+        return outputs
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "schema": self.schema.to_dict(),
+                "embeddings_initializer": keras.initializers.serialize(self.embeddings_initializer),
+            }
+        )
+        return config

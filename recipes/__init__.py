@@ -1,0 +1,3 @@
+"""zoo.recipes: training protocols, losses and metrics."""
+
+from zoo.recipes.metrics import default_metrics

@@ -1,0 +1,51 @@
+import keras
+from keras import ops
+
+from zoo.layers.dice_mlp import DiceMLP
+from zoo.layers.feature_embedding import FeatureEmbedding
+from zoo.layers.target_attention import TargetAttention
+from zoo.models.zoo_model import ZooModel
+from zoo.registry import register
+from zoo.schema import Schema
+
+
+@register(
+    "din",
+    description="Deep Interest Network: candidate-aware attention pooling of the history, Dice MLP",
+    paper="Zhou et al., Deep Interest Network for Click-Through Rate Prediction, KDD 2018",
+)
+@keras.saving.register_keras_serializable(package="zoo")
+class DIN(ZooModel):
+    """DIN, the baseline of SUAN's and ReST's tables.
+
+    For each of the M candidates A: v_U(A) = TargetAttention(e_A, history) (DIN eq 3), then
+    pctr = sigmoid(DiceMLP([v_U(A), e_A, user, ctx, num])). Output `pctr` [B, M].
+
+    Args:
+        schema: the input contract (needs hist_ and cand_ features).
+        attention_units: hidden widths of the activation unit.
+        mlp_units: hidden widths of the prediction MLP.
+        dice_momentum: moving-average decay of the BatchNorm/Dice statistics.
+    """
+
+    def __init__(self, schema, attention_units=(80, 40), mlp_units=(200, 80), dice_momentum=0.99, **kwargs):
+        schema = Schema.from_dict(schema)
+        schema.require("din", groups=("hist", "cand"))
+        inputs = schema.inputs()
+        embedded = FeatureEmbedding(schema, name="embedding")(inputs)
+        candidates = embedded["cand"]  # [B, M, D]
+        interest = TargetAttention(attention_units, name="target_attention")(
+            candidates, embedded["hist"], embedded["hist_valid"]
+        )
+        parts = [interest, candidates]
+        m = schema.num_candidates
+        for group in ("user", "ctx", "num"):
+            if group in embedded:
+                parts.append(ops.repeat(embedded[group][:, None, :], m, axis=1))
+        logit = DiceMLP(mlp_units, dice_momentum=dice_momentum, name="mlp")(ops.concatenate(parts, axis=-1))
+        pctr = keras.layers.Activation("sigmoid", name="pctr")(ops.squeeze(logit, axis=-1))
+        super().__init__(inputs=inputs, outputs=pctr, **kwargs)
+        self.schema = schema
+        self.attention_units = tuple(attention_units)
+        self.mlp_units = tuple(mlp_units)
+        self.dice_momentum = dice_momentum

@@ -1,0 +1,61 @@
+import inspect
+
+import keras
+import numpy as np
+
+from zoo.errors import ZooError
+from zoo.schema import Schema
+
+
+class ZooModel(keras.Model):
+    """Base of the zoo's registered models: a functional `keras.Model` built from a Schema.
+
+    A subclass builds its graph in `__init__` from plain hyperparameters, keeps one attribute per
+    argument and calls `super().__init__(inputs=..., outputs=...)`; `get_config` then returns exactly
+    those arguments (the Schema as a dict), so a preset's config.json is readable and `from_config`
+    is `cls(**config)`.
+    """
+
+    registered_name = None
+
+    @classmethod
+    def hyperparameter_names(cls):
+        parameters = inspect.signature(cls.__init__).parameters
+        return [
+            name
+            for name, p in parameters.items()
+            if name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+        ]
+
+    def get_config(self):
+        config = {"name": self.name, "trainable": self.trainable}
+        for name in self.hyperparameter_names():
+            value = getattr(self, name)
+            if isinstance(value, Schema):
+                value = value.to_dict()
+            elif isinstance(value, tuple):
+                value = list(value)
+            config[name] = value
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+    def score(self, features, batch_size=None):
+        """Validates a batch against the Schema (one-line errors), then returns `predict` as NumPy."""
+        schema = self.schema
+        m = {np.asarray(v).shape[1] for k, v in features.items() if k.startswith("cand")}
+        schema.validate(features)
+        if m and m != {schema.num_candidates}:
+            raise ZooError(
+                f"{self.registered_name} was built for {schema.num_candidates} candidate(s) per row "
+                f"but the batch has {m.pop()}"
+            )
+        return self.predict(features, batch_size=batch_size, verbose=0)
+
+    def save_to_preset(self, directory, metadata=None):
+        """Writes config.json, metadata.json and model.weights.h5 to `directory` (see zoo.presets)."""
+        from zoo import presets
+
+        presets.save(self, directory, metadata=metadata)

@@ -1,0 +1,266 @@
+"""The input contract: one feature Schema for every model and data set (DESIGN.md, "The input contract").
+
+A batch is `(features, labels)`; `features` is a flat dict whose keys are `<group>_<name>`:
+
+| group | key           | shape    | dtype   | notes                                          |
+|-------|---------------|----------|---------|------------------------------------------------|
+| hist  | hist_<name>   | [B, L]   | int32   | chronological, newest last, 0 = padding (left) |
+|       | hist_time     | [B, L]   | int64   | unix seconds, 0 on padding                     |
+| user  | user_<name>   | [B]      | int32   | the profile                                    |
+| cand  | cand_<name>   | [B, M]   | int32   | M = 1 in training, m2 in parallel mode         |
+|       | cand_time     | [B, M]   | int64   | exposure time                                  |
+| ctx   | ctx_<name>    | [B]      | int32   | context                                        |
+| num   | num_<name>    | [B]      | float32 | after the data set's transform                 |
+| label | -             | [B, M]   | float32 |                                                |
+
+Index 0 is padding in every ID vocabulary and the last index is out-of-vocabulary. A history field and a
+candidate field with the same name (hist_item_id, cand_item_id) share one embedding table.
+"""
+
+import dataclasses
+import json
+import re
+
+import numpy as np
+
+from zoo.errors import ZooError
+from zoo.feature import Feature
+
+GROUPS = ("hist", "user", "cand", "ctx", "num")
+ID_GROUPS = ("hist", "user", "cand", "ctx")
+TIME_KEYS = ("hist_time", "cand_time")
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Schema:
+    """The features of a data set and the shapes a model is built for.
+
+    Args:
+        features: the `Feature`s, in a fixed order (it fixes the token layout).
+        sequence_length: L, the history length (0 when there is no hist feature).
+        num_candidates: M, candidates per row (1 in ordinary training).
+        time: whether the batches carry `hist_time` [B, L] and `cand_time` [B, M] (int64 seconds).
+    """
+
+    features: tuple
+    sequence_length: int = 0
+    num_candidates: int = 1
+    time: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "features", tuple(self.features))
+        self._validate()
+
+    # ------------------------------------------------------------------ validation
+    def _validate(self):
+        if not self.features:
+            raise ZooError("schema has no features")
+        seen = set()
+        for feature in self.features:
+            if not isinstance(feature, Feature):
+                raise ZooError(f"schema feature {feature!r} is not a zoo.Feature")
+            if feature.group not in GROUPS:
+                raise ZooError(
+                    f"feature '{feature.name}': unknown group '{feature.group}' "
+                    f"(groups: {', '.join(GROUPS)})"
+                )
+            if not _NAME.match(feature.name) or feature.name == "time":
+                raise ZooError(
+                    f"feature '{feature.name}': a name is lower-case letters, digits and '_' "
+                    "and is not 'time' (hist_time/cand_time come from Schema.time)"
+                )
+            if feature.key in seen:
+                raise ZooError(f"feature '{feature.key}' appears twice in the schema")
+            seen.add(feature.key)
+            if feature.group == "num":
+                if feature.vocabulary_size is not None:
+                    raise ZooError(f"feature '{feature.key}' is numeric and takes no vocabulary_size")
+            elif not isinstance(feature.vocabulary_size, int) or feature.vocabulary_size < 2:
+                raise ZooError(
+                    f"feature '{feature.key}' has vocabulary_size {feature.vocabulary_size!r}; "
+                    "it needs at least 2 (id 0 is padding, the last id is out-of-vocabulary)"
+                )
+            if not isinstance(feature.embedding_dim, int) or feature.embedding_dim < 1:
+                raise ZooError(
+                    f"feature '{feature.key}' has embedding_dim {feature.embedding_dim!r}; it must be >= 1"
+                )
+        has_hist = bool(self.group("hist"))
+        if has_hist and (not isinstance(self.sequence_length, int) or self.sequence_length < 1):
+            raise ZooError(
+                f"schema has hist features but sequence_length is {self.sequence_length!r}; it must be >= 1"
+            )
+        if not has_hist and self.sequence_length:
+            raise ZooError(
+                f"schema has sequence_length {self.sequence_length} but no hist feature"
+            )
+        if not isinstance(self.num_candidates, int) or self.num_candidates < 1:
+            raise ZooError(f"num_candidates is {self.num_candidates!r}; it must be >= 1")
+        if self.time and not has_hist:
+            raise ZooError("schema has time=True but no hist feature to time")
+        for name in set(self.field_names("hist")) & set(self.field_names("cand")):
+            hist, cand = self.feature(f"hist_{name}"), self.feature(f"cand_{name}")
+            if (hist.vocabulary_size, hist.embedding_dim) != (cand.vocabulary_size, cand.embedding_dim):
+                raise ZooError(
+                    f"hist_{name} and cand_{name} share one embedding table but differ in "
+                    f"vocabulary_size/embedding_dim ({hist.vocabulary_size}/{hist.embedding_dim} vs "
+                    f"{cand.vocabulary_size}/{cand.embedding_dim})"
+                )
+
+    def require(self, model_name, *, time=False, groups=()):
+        """Raises a ZooError when `model_name` needs a part of the contract the schema lacks."""
+        if time and not self.time:
+            raise ZooError(f"{model_name} needs behaviour times but the schema has time=False")
+        for group in groups:
+            if not self.group(group):
+                raise ZooError(f"{model_name} needs at least one {group}_ feature but the schema has none")
+
+    # ------------------------------------------------------------------ queries
+    def group(self, group):
+        """The features of one group, in schema order."""
+        return [f for f in self.features if f.group == group]
+
+    def field_names(self, group):
+        return [f.name for f in self.group(group)]
+
+    def feature(self, key):
+        for f in self.features:
+            if f.key == key:
+                return f
+        raise ZooError(f"schema has no feature '{key}' (features: {', '.join(self.keys())})")
+
+    def sequence_fields(self):
+        """The token layout of behaviours and candidates: hist fields, then candidate-only fields.
+
+        A behaviour token and a candidate token are both the concatenation of these fields'
+        embeddings; a field the token's group lacks is zero-filled (SUAN's target-aware sequence).
+        """
+        names = self.field_names("hist")
+        return names + [n for n in self.field_names("cand") if n not in names]
+
+    def keys(self):
+        """Every input key a batch carries, in a fixed order."""
+        keys = []
+        for group in GROUPS:
+            keys += [f.key for f in self.group(group)]
+            if self.time and group in ("hist", "cand"):
+                keys.append(f"{group}_time")
+        return keys
+
+    def input_spec(self, num_candidates=None):
+        """{key: (shape without batch, dtype)} for every input."""
+        m = self.num_candidates if num_candidates is None else num_candidates
+        spec = {}
+        for key in self.keys():
+            group = key.split("_", 1)[0]
+            shape = {"hist": (self.sequence_length,), "cand": (m,)}.get(group, ())
+            dtype = "int64" if key in TIME_KEYS else ("float32" if group == "num" else "int32")
+            spec[key] = (shape, dtype)
+        return spec
+
+    def inputs(self, num_candidates=None):
+        """Typed `keras.Input`s named after the schema keys."""
+        import keras
+
+        return {
+            key: keras.Input(shape=shape, dtype=dtype, name=key)
+            for key, (shape, dtype) in self.input_spec(num_candidates).items()
+        }
+
+    def with_candidates(self, num_candidates):
+        """The same schema with M = num_candidates (parallel-candidate mode)."""
+        return dataclasses.replace(self, num_candidates=num_candidates)
+
+    # ------------------------------------------------------------------ batches
+    def validate(self, features, labels=None):
+        """Checks a batch of NumPy-convertible arrays against the contract; raises a one-line ZooError."""
+        if not isinstance(features, dict):
+            raise ZooError(f"features must be a dict of named arrays, got {type(features).__name__}")
+        unknown = sorted(set(features) - set(self.keys()))
+        if unknown:
+            raise ZooError(f"unknown feature(s) {', '.join(unknown)} (schema keys: {', '.join(self.keys())})")
+        batch = None
+        for key, (shape, dtype) in self.input_spec(num_candidates=-1).items():
+            if key not in features:
+                raise ZooError(f"batch is missing feature '{key}'")
+            value = np.asarray(features[key])
+            if value.ndim != 1 + len(shape):
+                raise ZooError(
+                    f"{key} has shape {list(value.shape)} but the contract wants "
+                    f"{['B'] + ['L' if key.startswith('hist') else 'M' for _ in shape]}"
+                )
+            if batch is None:
+                batch = value.shape[0]
+            elif value.shape[0] != batch:
+                raise ZooError(f"{key} has batch size {value.shape[0]} but other features have {batch}")
+            if key.startswith("hist") and value.shape[1] > self.sequence_length:
+                raise ZooError(
+                    f"{key} has length {value.shape[1]} but the schema allows {self.sequence_length}"
+                )
+            if dtype == "float32":
+                if not np.issubdtype(value.dtype, np.number):
+                    raise ZooError(f"{key} must be numeric, got dtype {value.dtype}")
+                if not np.all(np.isfinite(value)):
+                    raise ZooError(f"{key} contains NaN or infinite values")
+                continue
+            if not np.issubdtype(value.dtype, np.integer):
+                raise ZooError(f"{key} must hold integer ids, got dtype {value.dtype}")
+            if value.size and value.min() < 0:
+                raise ZooError(f"{key} has a negative value ({value.min()}); ids and times are >= 0")
+            if key not in TIME_KEYS:
+                vocab = self.feature(key).vocabulary_size
+                if value.size and value.max() >= vocab:
+                    raise ZooError(
+                        f"{key} has id {value.max()} but its vocabulary_size is {vocab} "
+                        f"(ids lie in [0, {vocab}); map unknown values to {vocab - 1}, the OOV id)"
+                    )
+        cand_lengths = {np.asarray(features[k]).shape[1] for k in self.keys() if k.startswith("cand")}
+        if len(cand_lengths) > 1:
+            raise ZooError(f"candidate features disagree on M: lengths {sorted(cand_lengths)}")
+        if labels is not None:
+            labels = np.asarray(labels)
+            if labels.shape[0] != batch or (cand_lengths and labels.shape[1:] != (cand_lengths.pop(),)):
+                raise ZooError(f"labels have shape {list(labels.shape)}; the contract wants [B, M]")
+
+    # ------------------------------------------------------------------ JSON
+    def to_dict(self):
+        return {
+            "sequence_length": self.sequence_length,
+            "num_candidates": self.num_candidates,
+            "time": self.time,
+            "features": [f.to_dict() for f in self.features],
+        }
+
+    @classmethod
+    def from_dict(cls, config):
+        if isinstance(config, Schema):
+            return config
+        if not isinstance(config, dict):
+            raise ZooError(f"a schema is a JSON object, got {type(config).__name__}")
+        allowed = {"sequence_length", "num_candidates", "time", "features"}
+        unknown = sorted(set(config) - allowed)
+        if unknown:
+            raise ZooError(f"schema has unknown key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(allowed))})")
+        if not isinstance(config.get("features"), list):
+            raise ZooError("schema needs a 'features' list")
+        fields = {f.name for f in dataclasses.fields(Feature)}
+        features = []
+        for item in config["features"]:
+            if not isinstance(item, dict) or not {"name", "group"} <= set(item) or set(item) - fields:
+                raise ZooError(
+                    f"schema feature {item!r} must be an object with name, group and optionally "
+                    "vocabulary_size, embedding_dim, hashed"
+                )
+            features.append(Feature(**item))
+        return cls(features=tuple(features), **{k: config[k] for k in allowed - {"features"} if k in config})
+
+    def to_json(self):
+        return json.dumps(self.to_dict(), indent=2)
+
+    @classmethod
+    def from_json(cls, text):
+        try:
+            config = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ZooError(f"schema is not valid JSON ({error})") from None
+        return cls.from_dict(config)
