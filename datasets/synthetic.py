@@ -31,7 +31,7 @@ class BehaviourSimulator:
     """
 
     num_users: int = 500
-    num_items: int = 2000
+    num_items: int = 500
     num_categories: int = 40
     num_interests: int = 3
     sequence_length: int = 30

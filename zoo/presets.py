@@ -91,6 +91,11 @@ def read_metadata(directory):
 
 def build(entry, config, *, source):
     """Constructs a registered model from plain hyperparameters; bad values become one line."""
+    unknown = sorted(set(config) - set(entry.cls.hyperparameter_names()) - {"name", "trainable"})
+    if unknown:
+        raise ZooError(
+            f"{source}: invalid configuration for '{entry.name}': unknown hyperparameter(s) {', '.join(unknown)}"
+        )
     try:
         return entry.cls(**config)
     except ZooError as error:

@@ -1,0 +1,63 @@
+import keras
+import numpy as np
+
+from tests.testing import TestCase, small_simulator
+from zoo.feature import Feature
+from zoo.layers.feature_embedding import FeatureEmbedding
+from zoo.schema import Schema
+
+
+class FeatureEmbeddingTest(TestCase):
+    def test_layer_basics(self):
+        simulator = small_simulator()
+        features, _ = simulator.sample(4)
+        layer = FeatureEmbedding(simulator.schema)
+        outputs = layer(features)
+        d = 3 * simulator.embedding_dim  # item_id, category, behavior
+        self.assertEqual(tuple(outputs["hist"].shape), (4, 8, d))
+        self.assertEqual(tuple(outputs["cand"].shape), (4, 1, d))
+        self.assertEqual(tuple(outputs["user"].shape), (4, 4 * simulator.embedding_dim))
+        self.assertEqual(tuple(outputs["num"].shape), (4, 1))
+        clone = FeatureEmbedding.from_config(layer.get_config())
+        clone(features)
+        clone.set_weights(layer.get_weights())
+        self.assertAllClose(clone(features)["hist"], outputs["hist"])
+
+    def test_tokens_share_tables_and_zero_fill_missing_fields(self):
+        schema = Schema(
+            features=(
+                Feature("item_id", "hist", 5, 2),
+                Feature("behavior", "hist", 3, 1),
+                Feature("item_id", "cand", 5, 2),
+                Feature("price_level", "cand", 4, 1),
+            ),
+            sequence_length=2,
+        )
+        layer = FeatureEmbedding(schema)
+        features = {
+            "hist_item_id": np.array([[0, 3]], "int32"),
+            "hist_behavior": np.array([[0, 2]], "int32"),
+            "cand_item_id": np.array([[4]], "int32"),
+            "cand_price_level": np.array([[1]], "int32"),
+        }
+        layer(features)
+        item = np.arange(10, dtype="float32").reshape(5, 2)
+        behavior = np.array([[100.0], [101.0], [102.0]], "float32")
+        price = np.array([[200.0], [201.0], [202.0], [203.0]], "float32")
+        layer.tables["item_id"].embeddings.assign(item)
+        layer.tables["behavior"].embeddings.assign(behavior)
+        layer.tables["price_level"].embeddings.assign(price)
+        out = layer(features)
+        self.assertEqual(len(layer.tables), 3)  # hist_item_id and cand_item_id share one table
+        # Layout: item_id (2), behavior (1), price_level (1); absent fields are zero.
+        self.assertAllClose(out["hist"], [[[0, 1, 100, 0], [6, 7, 102, 0]]])
+        self.assertAllClose(out["cand"], [[[8, 9, 0, 201]]])
+        self.assertAllClose(out["hist_valid"], [[False, True]])
+
+    def test_in_a_functional_model_with_typed_inputs(self):
+        schema = small_simulator().schema
+        inputs = schema.inputs()
+        outputs = FeatureEmbedding(schema)(inputs)
+        model = keras.Model(inputs, outputs["hist"])
+        self.assertEqual(model.input["hist_time"].dtype, "int64")
+        self.assertEqual(tuple(model.output.shape), (None, 8, 24))

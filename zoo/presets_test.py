@@ -1,0 +1,90 @@
+import json
+from pathlib import Path
+
+import zoo
+from tests.model_configs import SMALL
+from tests.testing import TestCase, small_simulator
+from zoo.errors import ZooError
+from zoo.presets import CONFIG, METADATA, WEIGHTS
+
+
+class PresetsTest(TestCase):
+    def setUp(self):
+        super().setUp()
+        self.simulator = small_simulator()
+        self.features, _ = self.simulator.sample(6)
+        self.model = zoo.get("din", schema=self.simulator.schema, **SMALL["din"])
+        self.dir = Path(self.get_temp_dir()) / "preset"
+
+    def test_round_trip_writes_readable_files(self):
+        self.model.save_to_preset(self.dir, metadata={"metrics": {"auc": 0.7}})
+        config = json.loads((self.dir / CONFIG).read_text())
+        self.assertEqual(config["model"], "din")
+        self.assertEqual(config["config"]["schema"], self.simulator.schema.to_dict())
+        metadata = json.loads((self.dir / METADATA).read_text())
+        for key in ("zoo_version", "keras_version", "backend", "date", "parameters", "weights_sha256"):
+            self.assertIn(key, metadata)
+        self.assertEqual(metadata["metrics"], {"auc": 0.7})
+        restored = zoo.load(self.dir)
+        self.assertAllClose(restored.predict(self.features, verbose=0), self.model.predict(self.features, verbose=0))
+
+    def test_config_only_preset(self):
+        zoo.save(self.model, self.dir, weights=False)
+        self.assertFalse((self.dir / WEIGHTS).exists())
+        self.assertEqual(zoo.load(self.dir).count_params(), self.model.count_params())
+
+    def test_damaged_presets_give_one_line_errors_naming_the_file(self):
+        def damaged(change):
+            zoo.save(self.model, self.dir)
+            change()
+            with self.assertRaises(ZooError) as caught:
+                zoo.load(self.dir)
+            message = str(caught.exception)
+            self.assertNotIn("\n", message)
+            return message
+
+        for name in (CONFIG, METADATA, WEIGHTS):
+            path = self.dir / name
+            message = damaged(lambda: path.unlink())
+            self.assertRegex(message, f"{name}: missing")
+            message = damaged(lambda: path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2]))
+            self.assertIn(name, message)
+            message = damaged(lambda: path.write_bytes(b"\x00garbage\xff" * 50))
+            self.assertIn(name, message)
+
+        def rename_model():
+            config = json.loads((self.dir / CONFIG).read_text())
+            config["model"] = "dinx"
+            (self.dir / CONFIG).write_text(json.dumps(config))
+
+        self.assertRegex(damaged(rename_model), "config.json: unknown model 'dinx'.*did you mean 'din'")
+
+        def bad_hyperparameter():
+            config = json.loads((self.dir / CONFIG).read_text())
+            config["config"]["colour"] = "red"
+            (self.dir / CONFIG).write_text(json.dumps(config))
+
+        self.assertRegex(damaged(bad_hyperparameter), "config.json: invalid configuration for 'din'")
+
+        def code_instead_of_config():
+            (self.dir / CONFIG).write_text(json.dumps({"model": "din", "config": {"schema": "__import__('os')"}}))
+
+        self.assertRegex(damaged(code_instead_of_config), "config.json: a schema is a JSON object")
+
+    def test_weights_that_do_not_fit_the_config(self):
+        zoo.save(self.model, self.dir)
+        other = zoo.get("din", schema=self.simulator.schema, attention_units=(4,), mlp_units=(16,))
+        other.save_weights(str(self.dir / WEIGHTS))
+        metadata = json.loads((self.dir / METADATA).read_text())
+        metadata["weights_sha256"] = __import__("zoo.presets").presets._sha256(self.dir / WEIGHTS)
+        (self.dir / METADATA).write_text(json.dumps(metadata))
+        with self.assertRaisesRegex(ZooError, "model.weights.h5: weights do not fit the config"):
+            zoo.load(self.dir)
+
+    def test_missing_directory_and_unregistered_models(self):
+        with self.assertRaisesRegex(ZooError, "no such preset directory"):
+            zoo.load(self.dir / "nowhere")
+        import keras
+
+        with self.assertRaisesRegex(ZooError, "not a registered zoo model"):
+            zoo.save(keras.Sequential([keras.layers.Dense(1)]), self.dir)

@@ -1,0 +1,99 @@
+import numpy as np
+
+from tests.testing import TestCase, small_simulator
+from zoo.errors import ZooError
+from zoo.feature import Feature
+from zoo.schema import Schema
+
+
+def schema(**overrides):
+    config = dict(
+        features=(Feature("item_id", "hist", 10), Feature("item_id", "cand", 10), Feature("age", "user", 5)),
+        sequence_length=4,
+        time=True,
+    )
+    config.update(overrides)
+    return Schema(**config)
+
+
+class SchemaTest(TestCase):
+    def test_json_round_trip(self):
+        original = small_simulator().schema
+        self.assertEqual(Schema.from_json(original.to_json()), original)
+
+    def test_keys_and_input_spec_follow_the_contract(self):
+        spec = schema().input_spec()
+        self.assertEqual(
+            spec,
+            {
+                "hist_item_id": ((4,), "int32"),
+                "hist_time": ((4,), "int64"),
+                "user_age": ((), "int32"),
+                "cand_item_id": ((1,), "int32"),
+                "cand_time": ((1,), "int64"),
+            },
+        )
+        self.assertEqual(schema().input_spec(num_candidates=16)["cand_time"], ((16,), "int64"))
+
+    def test_invalid_schemas_name_the_problem(self):
+        cases = [
+            (dict(features=(Feature("x", "item", 5),), sequence_length=0, time=False), "unknown group 'item'"),
+            (dict(features=(Feature("x", "user", 1),), sequence_length=0, time=False), "needs at least 2"),
+            (dict(features=(Feature("x", "num", 5),), sequence_length=0, time=False), "takes no vocabulary_size"),
+            (dict(sequence_length=0), "sequence_length is 0"),
+            (dict(features=(Feature("x", "user", 5),), sequence_length=3, time=False), "no hist feature"),
+            (dict(num_candidates=0), "num_candidates is 0"),
+            (dict(features=(Feature("x", "user", 5),), sequence_length=0, time=True), "time=True but no hist"),
+            (dict(features=(Feature("time", "hist", 5),)), "is not 'time'"),
+            (
+                dict(features=(Feature("item_id", "hist", 10), Feature("item_id", "cand", 11))),
+                "share one embedding table",
+            ),
+            (dict(features=(Feature("a", "user", 3), Feature("a", "user", 3)), sequence_length=0, time=False),
+             "appears twice"),
+        ]
+        for kwargs, message in cases:
+            with self.assertRaisesRegex(ZooError, message):
+                schema(**kwargs)
+
+    def test_from_dict_rejects_unknown_keys(self):
+        config = schema().to_dict()
+        config["colour"] = 1
+        with self.assertRaisesRegex(ZooError, "unknown key"):
+            Schema.from_dict(config)
+        with self.assertRaisesRegex(ZooError, "not valid JSON"):
+            Schema.from_json("{")
+
+    def test_require_names_the_missing_part(self):
+        with self.assertRaisesRegex(ZooError, "suan needs behaviour times"):
+            schema(time=False).require("suan", time=True)
+        with self.assertRaisesRegex(ZooError, "needs at least one ctx_ feature"):
+            schema().require("x", groups=("ctx",))
+
+    def test_validate_accepts_a_simulated_batch(self):
+        simulator = small_simulator()
+        features, labels = simulator.sample(5)
+        simulator.schema.validate(features, labels)
+
+    def test_validate_rejects_bad_batches_in_one_line(self):
+        simulator = small_simulator()
+        good, _ = simulator.sample(3)
+        vocab = simulator.schema.feature("hist_item_id").vocabulary_size
+        cases = {
+            "has length 9 but the schema allows 8": {"hist_item_id": np.ones((3, 9), "int32")},
+            "has a negative value": {"user_age": np.array([1, -1, 2], "int32")},
+            f"has id {vocab} but its vocabulary_size is {vocab}": {"hist_item_id": np.full((3, 8), vocab, "int32")},
+            "must hold integer ids": {"ctx_hour": np.ones(3, "float32")},
+            "contains NaN": {"num_price": np.array([0.0, np.nan, 1.0], "float32")},
+            "batch size 2": {"user_age": np.ones(2, "int32")},
+            "candidate features disagree on M": {"cand_item_id": np.ones((3, 2), "int32")},
+        }
+        for message, change in cases.items():
+            with self.assertRaisesRegex(ZooError, message):
+                simulator.schema.validate({**good, **change})
+        missing = dict(good)
+        del missing["hist_time"]
+        with self.assertRaisesRegex(ZooError, "missing feature 'hist_time'"):
+            simulator.schema.validate(missing)
+        with self.assertRaisesRegex(ZooError, "unknown feature"):
+            simulator.schema.validate({**good, "hist_colour": good["hist_item_id"]})
