@@ -23,7 +23,7 @@ class BehaviourSimulator:
     candidate is shown at the time of step s, from a current interest with probability 1/2 and
     otherwise a random category. The ground-truth click probability is
 
-        logit = -2 + 5 * affinity + 0.5 * profile_match + 0.3 * price
+        logit = -2.5 + 8 * affinity + 0.5 * profile_match + 0.3 * price
         affinity = sum_j 0.8^(s-1-j) [cat_j = cat_cand] / sum_j 0.8^(s-1-j)   over the visible history
 
     so the recent history carries most of the signal and the profile only a little: a sequence model
@@ -139,7 +139,7 @@ class BehaviourSimulator:
         affinity = (decay * (hist_cat == cand_cat[:, None])).sum(1) / decay.sum(1)
         profile_match = ((self.user_age[user] * 7 + cand_cat) % 4 == 0).astype(float)
         price = self.item_price[cand_item]
-        logit = -2.0 + 5.0 * affinity + 0.5 * profile_match + 0.3 * price
+        logit = -2.5 + 8.0 * affinity + 0.5 * profile_match + 0.3 * price
         probability = 1.0 / (1.0 + np.exp(-logit))
         labels = (rng.random(num_rows) < probability).astype("float32")[:, None]
         hour = ((cand_time // 3600) % 24 + 1).astype("int32")

@@ -1,3 +1,19 @@
-"""zoo.recipes: training protocols, losses and metrics."""
+"""zoo.recipes: the papers' training protocols, metrics, reports, scaling-law fits and tuning."""
 
-from zoo.recipes.metrics import default_metrics
+from zoo.recipes.evaluate import evaluate
+from zoo.recipes.fit import compile_for, fit
+from zoo.recipes.metrics import auc, default_metrics, gauc, paired_bootstrap, rela_impr
+from zoo.recipes.protocols import RECIPES, get_recipe
+from zoo.recipes.recipe import Recipe
+from zoo.recipes.scaling import fit_scaling_law
+
+_TUNING = ("tune", "save_best", "ZooHyperModel")
+
+
+def __getattr__(name):
+    # KerasTuner (and the TensorFlow it imports) loads only when tuning is used.
+    if name in _TUNING:
+        from zoo.recipes import tuning
+
+        return getattr(tuning, name)
+    raise AttributeError(f"module 'zoo.recipes' has no attribute '{name}'")

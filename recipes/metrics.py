@@ -1,8 +1,93 @@
-"""The metrics the papers report, from keras.metrics."""
+"""The metrics the papers report: AUC and LogLoss (keras.metrics), GAUC, RelaImpr, a paired bootstrap."""
 
 import keras
+import numpy as np
+
+from zoo.errors import ZooError
 
 
 def default_metrics():
     """AUC and LogLoss (binary cross-entropy of the predicted probability), as every table reports."""
-    return [keras.metrics.AUC(name="auc"), keras.metrics.BinaryCrossentropy(name="logloss")]
+    return [keras.metrics.AUC(name="auc", num_thresholds=1000), keras.metrics.BinaryCrossentropy(name="logloss")]
+
+
+def _as_1d(name, values):
+    values = np.asarray(values, dtype="float64").reshape(-1)
+    if not np.all(np.isfinite(values)):
+        raise ZooError(f"{name} contains NaN or infinite values")
+    return values
+
+
+def _weighted_auc(labels, scores, weights):
+    """Exact AUC with ties counted half, each row weighted (weights [R, N] for R resamples at once)."""
+    order = np.argsort(scores, kind="mergesort")
+    scores, labels, weights = scores[order], labels[order], weights[:, order]
+    # Group equal scores: within a group a positive beats none of the negatives and ties all of them.
+    starts = np.flatnonzero(np.r_[True, scores[1:] != scores[:-1]])
+    pos = np.add.reduceat(weights * labels, starts, axis=1)
+    neg = np.add.reduceat(weights * (1 - labels), starts, axis=1)
+    below = np.cumsum(neg, axis=1) - neg  # negatives strictly below each group
+    wins = (pos * (below + 0.5 * neg)).sum(axis=1)
+    total = pos.sum(axis=1) * neg.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return wins / total
+
+
+def auc(labels, scores):
+    """Exact ROC AUC (ties count half); NaN when only one class is present."""
+    labels, scores = _as_1d("labels", labels), _as_1d("scores", scores)
+    return float(_weighted_auc(labels, scores, np.ones((1, len(labels))))[0])
+
+
+def gauc(user_ids, labels, scores):
+    """Group AUC: the AUC of each user, weighted by the user's number of rows; users whose rows are all
+    of one class are left out (their AUC is undefined), as in the DIN/SUAN papers."""
+    user_ids = np.asarray(user_ids).reshape(-1)
+    labels, scores = _as_1d("labels", labels), _as_1d("scores", scores)
+    if not len(user_ids) == len(labels) == len(scores):
+        raise ZooError(f"gauc needs one user id per row: {len(user_ids)} ids, {len(labels)} labels, {len(scores)} scores")
+    total, weight = 0.0, 0
+    for user in np.unique(user_ids):
+        rows = user_ids == user
+        if 0 < labels[rows].sum() < rows.sum():
+            total += rows.sum() * auc(labels[rows], scores[rows])
+            weight += rows.sum()
+    if weight == 0:
+        raise ZooError("gauc is undefined: no user has both a positive and a negative row")
+    return total / weight
+
+
+def rela_impr(auc_model, auc_base):
+    """RelaImpr = ((AUC(model) - 0.5) / (AUC(base) - 0.5) - 1) * 100 %, the DIN paper's measure."""
+    if auc_base <= 0.5:
+        raise ZooError(f"RelaImpr needs a base AUC above 0.5, got {auc_base}")
+    return ((auc_model - 0.5) / (auc_base - 0.5) - 1.0) * 100.0
+
+
+def paired_bootstrap(labels, scores_a, scores_b, resamples=10_000, seed=0, chunk=500):
+    """Paired bootstrap of AUC(a) - AUC(b) on the same rows.
+
+    Each resample draws the rows with replacement (multinomial counts, seeded) and computes both AUCs
+    on it. Returns {"difference": AUC(a) - AUC(b) on all rows, "mean", "ci95": [lo, hi],
+    "p_value": share of resamples with a difference <= 0 (one-sided, a better than b), "resamples"}.
+    """
+    labels = _as_1d("labels", labels)
+    scores_a, scores_b = _as_1d("scores_a", scores_a), _as_1d("scores_b", scores_b)
+    if not len(labels) == len(scores_a) == len(scores_b):
+        raise ZooError("paired_bootstrap needs the two models' scores on the same rows")
+    rng = np.random.default_rng(seed)
+    n = len(labels)
+    differences = []
+    for start in range(0, resamples, chunk):
+        count = min(chunk, resamples - start)
+        weights = rng.multinomial(n, np.full(n, 1.0 / n), size=count).astype("float64")
+        differences.append(_weighted_auc(labels, scores_a, weights) - _weighted_auc(labels, scores_b, weights))
+    differences = np.concatenate(differences)
+    differences = differences[np.isfinite(differences)]
+    return {
+        "difference": auc(labels, scores_a) - auc(labels, scores_b),
+        "mean": float(differences.mean()),
+        "ci95": [float(np.percentile(differences, 2.5)), float(np.percentile(differences, 97.5))],
+        "p_value": float(np.mean(differences <= 0)),
+        "resamples": int(len(differences)),
+    }

@@ -1,0 +1,73 @@
+import itertools
+
+import numpy as np
+
+from tests.testing import TestCase
+from zoo.errors import ZooError
+from zoo.recipes.metrics import auc, gauc, paired_bootstrap, rela_impr
+
+
+def pairwise_auc(labels, scores):
+    """AUC by its definition: P(score of a positive > score of a negative), ties count half."""
+    pos = [s for s, y in zip(scores, labels) if y == 1]
+    neg = [s for s, y in zip(scores, labels) if y == 0]
+    wins = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p, n in itertools.product(pos, neg))
+    return wins / (len(pos) * len(neg))
+
+
+class MetricsTest(TestCase):
+    def setUp(self):
+        super().setUp()
+        rng = np.random.default_rng(0)
+        self.labels = rng.integers(0, 2, 60).astype(float)
+        self.scores = np.round(rng.random(60) + 0.3 * self.labels, 1)  # rounding makes ties
+
+    def test_auc_matches_the_pairwise_definition(self):
+        self.assertAlmostEqual(auc(self.labels, self.scores), pairwise_auc(self.labels, self.scores), places=12)
+
+    def test_gauc_is_the_row_weighted_mean_of_per_user_aucs(self):
+        users = np.repeat([1, 2, 3, 4], 15)
+        users[-15:] = 4
+        labels = self.labels.copy()
+        labels[users == 4] = 1  # user 4 has one class only: left out
+        expected_num, expected_den = 0.0, 0
+        for u in (1, 2, 3):
+            rows = users == u
+            expected_num += rows.sum() * pairwise_auc(labels[rows], self.scores[rows])
+            expected_den += rows.sum()
+        self.assertAlmostEqual(gauc(users, labels, self.scores), expected_num / expected_den, places=12)
+        with self.assertRaisesRegex(ZooError, "no user has both"):
+            gauc(users, np.ones(60), self.scores)
+
+    def test_rela_impr(self):
+        self.assertAlmostEqual(rela_impr(0.75, 0.7), (0.25 / 0.2 - 1) * 100)
+        with self.assertRaisesRegex(ZooError, "above 0.5"):
+            rela_impr(0.7, 0.5)
+
+    def test_paired_bootstrap_matches_a_loop_over_resamples(self):
+        rng = np.random.default_rng(1)
+        labels = rng.integers(0, 2, 40).astype(float)
+        a = rng.random(40) + 0.5 * labels
+        b = rng.random(40) + 0.1 * labels
+        result = paired_bootstrap(labels, a, b, resamples=200, seed=3, chunk=64)
+        # Reference: draw the same multinomial counts, expand them into resampled rows, use the definition.
+        rng = np.random.default_rng(3)
+        differences = []
+        for start in range(0, 200, 64):
+            counts = rng.multinomial(40, np.full(40, 1 / 40), size=min(64, 200 - start))
+            for row in counts:
+                index = np.repeat(np.arange(40), row)
+                y = labels[index]
+                if 0 < y.sum() < len(y):
+                    differences.append(pairwise_auc(y, a[index]) - pairwise_auc(y, b[index]))
+        differences = np.array(differences)
+        self.assertAlmostEqual(result["mean"], differences.mean(), places=10)
+        self.assertAlmostEqual(result["p_value"], np.mean(differences <= 0), places=10)
+        self.assertAlmostEqual(result["ci95"][0], np.percentile(differences, 2.5), places=10)
+        self.assertAlmostEqual(result["difference"], pairwise_auc(labels, a) - pairwise_auc(labels, b), places=12)
+
+    def test_bootstrap_is_seeded_and_uses_ten_thousand_resamples_by_default(self):
+        first = paired_bootstrap(self.labels, self.scores, self.scores[::-1])
+        second = paired_bootstrap(self.labels, self.scores, self.scores[::-1])
+        self.assertEqual(first, second)
+        self.assertEqual(first["resamples"], 10_000)
