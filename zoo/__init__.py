@@ -15,3 +15,4 @@ from zoo.feature import Feature  # noqa: E402
 from zoo.presets import load, save  # noqa: E402
 from zoo.registry import get, list_models, register  # noqa: E402
 from zoo.schema import Schema  # noqa: E402
+from zoo.serving import export  # noqa: E402

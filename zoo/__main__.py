@@ -1,4 +1,4 @@
-"""The zoo's command line: `python -m zoo list | demo`.
+"""The zoo's command line: `python -m zoo list | fit | evaluate | tune | export | demo`.
 
 Every command answers `--help`. A bad argument exits with status 2 and one line on stderr.
 """
@@ -68,10 +68,154 @@ def _demo(args):
     print(f"      reloaded preset agrees with the trained model within {same:.1e}")
 
 
+def _override(text):
+    """`--set key=value`: the value is a Python literal when it parses as one (4, 0.1, (64, 32)), else a string."""
+    import ast
+
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"bad override '{text}': write key=value (e.g. depth=4)")
+    key, value = text.split("=", 1)
+    try:
+        value = ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        pass
+    return key.strip(), value
+
+
+def _data(args, split, rows):
+    """(dataset, schema) for a command: the simulator or a named data set read from --path."""
+    if args.data == "simulator":
+        from zoo.datasets import BehaviourSimulator
+
+        simulator = BehaviourSimulator(seed=args.seed)
+        seed = {"train": 1, "valid": 2, "test": 3}[split] + args.seed
+        return simulator.dataset(rows, batch_size=args.batch_size, seed=seed, shuffle=split == "train"), simulator.schema
+    from zoo import datasets
+    from zoo.errors import ZooError
+
+    if not args.path:
+        raise ZooError(f"--data {args.data} needs --path (the raw file or folder)")
+    if not os.path.exists(args.path):
+        raise ZooError(f"{args.path}: no such file or folder")
+    if not hasattr(datasets, "load"):
+        raise ZooError("this checkout has no data set readers yet; use --data simulator")
+    return datasets.load(args.data, args.path, split=split, batch_size=args.batch_size)
+
+
+def _fit(args):
+    """Train a registered model by a recipe; write a preset and a JSON report."""
+    import zoo
+
+    train, schema = _data(args, "train", args.rows)
+    val, _ = _data(args, "valid", max(args.rows // 5, 1))
+    overrides = dict(args.set or [])
+    model = zoo.get(args.model, schema=schema, **overrides)
+    recipe_overrides = {"epochs": args.epochs} if args.epochs else {}
+    history = zoo.recipes.fit(model, train, val, recipe=args.recipe, **recipe_overrides)
+    report = zoo.recipes.evaluate(
+        model, val, report_path=os.path.join(args.out, "report.json"), plots_dir=args.out, history=history.history
+    )
+    model.save_to_preset(
+        os.path.join(args.out, "preset"),
+        metadata={"training_data": args.data, "recipe": args.recipe, "metrics": {"val_auc": report["auc"], "val_logloss": report["logloss"]}},
+    )
+    print(f"{args.model}: validation AUC {report['auc']:.4f}, LogLoss {report['logloss']:.4f}; preset and report in {args.out}")
+
+
+def _evaluate(args):
+    """Score a preset on a data set; print and write the metrics report."""
+    import json
+
+    import zoo
+    from zoo.serving.export import _preset_of
+
+    model = zoo.load(_preset_of(args.preset))
+    data, _ = _data(args, "test", args.rows)
+    report = zoo.recipes.evaluate(model, data, report_path=args.report, plots_dir=args.plots)
+    print(json.dumps({k: v for k, v in report.items() if k in ("model", "rows", "auc", "logloss", "gauc")}, indent=2))
+
+
+def _tune(args):
+    """KerasTuner search over B, r, k or the loss weights of a registered model."""
+    import zoo
+
+    train, schema = _data(args, "train", args.rows)
+    val, _ = _data(args, "valid", max(args.rows // 5, 1))
+    tuner = zoo.recipes.tune(
+        args.model, train, val, schema=schema, search=args.search, tuner=args.tuner, max_trials=args.max_trials,
+        epochs=args.epochs or 1, directory=args.dir, recipe=args.recipe, **dict(args.set or []),
+    )
+    best = tuner.get_best_hyperparameters(1)[0].values
+    print(f"best {args.model}: {best}")
+    if args.save_best:
+        zoo.recipes.save_best(tuner, args.save_best)
+        print(f"best trial saved as a preset in {args.save_best}")
+
+
+def _export(args):
+    """Write a TF Serving SavedModel of a registered model or a preset."""
+    import zoo
+
+    options = {"m2": args.m2} if args.m2 is not None else {}
+    path = zoo.export(args.preset, args.path, signature=args.signature, **options)
+    print(f"exported {args.preset} ({args.signature}) to {path}")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (and exit status 2)."""
+
+    def error(self, message):
+        self.exit(2, f"error: {self.prog}: {message}\n")
+
+
+def _add_data_arguments(parser, rows):
+    parser.add_argument("--data", default="simulator", help="'simulator' (default) or a data set name (zoo.datasets.names())")
+    parser.add_argument("--path", help="the data set's raw file or folder")
+    parser.add_argument("--rows", type=int, default=rows, help=f"simulated rows (default {rows})")
+    parser.add_argument("--batch-size", type=int, default=256, help="batch size (default 256)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+
+
 def _parser():
-    parser = argparse.ArgumentParser(prog="python -m zoo", description="keras-ctr-zoo command line")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="python -m zoo", description="keras-ctr-zoo command line")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     commands.add_parser("list", help="list the registered models").set_defaults(run=_list)
+
+    fit = commands.add_parser("fit", help=_fit.__doc__)
+    fit.add_argument("model", help="registered model name")
+    _add_data_arguments(fit, 20_000)
+    fit.add_argument("--recipe", default="suan", help="training protocol (suan, rest, deres, distill)")
+    fit.add_argument("--epochs", type=int, help="override the recipe's epochs")
+    fit.add_argument("--set", type=_override, action="append", metavar="KEY=VALUE", help="model hyperparameter override")
+    fit.add_argument("--out", default="runs/fit", help="output folder (default runs/fit)")
+    fit.set_defaults(run=_fit)
+
+    evaluate = commands.add_parser("evaluate", help=_evaluate.__doc__)
+    evaluate.add_argument("preset", help="preset directory or registered name")
+    _add_data_arguments(evaluate, 5_000)
+    evaluate.add_argument("--report", help="write the JSON report here")
+    evaluate.add_argument("--plots", help="write figures into this folder")
+    evaluate.set_defaults(run=_evaluate)
+
+    tune = commands.add_parser("tune", help=_tune.__doc__)
+    tune.add_argument("model", help="registered model name")
+    _add_data_arguments(tune, 5_000)
+    tune.add_argument("--search", action="append", required=True, help="search key: B, r, k, lambda, lambda_seq, lambda_align")
+    tune.add_argument("--tuner", default="random", choices=["random", "bayesian", "hyperband"])
+    tune.add_argument("--max-trials", type=int, default=4)
+    tune.add_argument("--epochs", type=int, help="epochs per trial (default 1)")
+    tune.add_argument("--recipe", default="suan")
+    tune.add_argument("--dir", default="runs/tuning", help="search directory; an interrupted search resumes from it")
+    tune.add_argument("--set", type=_override, action="append", metavar="KEY=VALUE", help="fixed hyperparameter")
+    tune.add_argument("--save-best", help="save the best trial as a preset here")
+    tune.set_defaults(run=_tune)
+
+    export = commands.add_parser("export", help=_export.__doc__)
+    export.add_argument("preset", help="registered name (its shipped preset) or preset directory")
+    export.add_argument("path", help="<base>/<version> directory to write, e.g. export/din/1")
+    export.add_argument("--signature", default="serving_default", help="serving_default, parallel_candidates, encode_decode")
+    export.add_argument("--m2", type=int, help="candidates per parallel pass (parallel_candidates)")
+    export.set_defaults(run=_export)
     demo = commands.add_parser("demo", help=_demo.__doc__)
     demo.add_argument("--rows", type=int, default=30_000, help="training rows to simulate (default 30000)")
     demo.add_argument("--epochs", type=int, default=2, help="training epochs (default 2)")

@@ -1,0 +1,104 @@
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import keras
+import numpy as np
+
+import zoo
+from tests.model_configs import SMALL
+from tests.testing import ROOT, TestCase, small_simulator
+from zoo.errors import ZooError
+
+
+def saved_model_cli(path):
+    """`saved_model_cli show --all` of an export, as text."""
+    cli = Path(sys.executable).with_name("saved_model_cli")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    return subprocess.run([str(cli), "show", "--dir", str(path), "--all"], capture_output=True, text=True, env=env, check=True).stdout
+
+
+def serving_check(export_dir, cases):
+    """Runs tests/serving_check.py in a fresh interpreter (TensorFlow only) and returns its report."""
+    path = Path(export_dir).parent / "cases.npz"
+    np.savez(path, **cases)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    env.pop("PYTHONPATH", None)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "serving_check.py"), str(export_dir), str(path)],
+        capture_output=True, text=True, env=env, cwd="/",
+    )
+    if result.returncode:
+        raise AssertionError(result.stderr[-3000:])
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+class PlainExportTest(TestCase):
+    def test_din_serving_default_in_tf_only_process(self):
+        simulator = small_simulator()
+        model = zoo.get("din", schema=simulator.schema, **SMALL["din"])
+        features, _ = simulator.sample(5, seed=9)
+        expected = model.predict(features, verbose=0)
+        path = Path(self.get_temp_dir()) / "din" / "1"
+        zoo.export(model, path)
+        self.assertTrue((path / "saved_model.pb").is_file() and (path / "variables").is_dir())
+        cases = {f"serving_default/in/{k}": v for k, v in features.items()}
+        cases["serving_default/out/pctr"] = expected
+        report = serving_check(path, cases)
+        self.assertEqual(report["modules"], [])  # the client imported neither keras nor zoo
+        result = report["signatures"]["serving_default"]
+        for route in ("direct", "predict_request", "rest_json"):
+            self.assertLess(result[route], 1e-5, route)
+        self.assertEqual(result["input_dtypes"]["hist_item_id"], "int32")
+        self.assertEqual(result["input_dtypes"]["hist_time"], "int64")
+
+        shown = saved_model_cli(path)
+        self.assertIn("Method name is: tensorflow/serving/predict", shown)
+        self.assertNotIn("XlaCallModule", shown)
+        for key, (shape, dtype) in simulator.schema.input_spec().items():
+            block = shown.split(f"inputs['{key}'] tensor_info:")[1].split("name:")[0]
+            self.assertIn(f"dtype: DT_{'INT64' if dtype == 'int64' else 'INT32' if dtype == 'int32' else 'FLOAT'}", block)
+            self.assertIn(f"shape: ({', '.join(['-1'] + [str(s) for s in shape])})" if shape else "shape: (-1)", block)
+        self.assertIn("outputs['pctr']", shown)
+
+    def test_no_device_pins_in_the_serving_graph(self):
+        from tensorflow.core.protobuf import saved_model_pb2
+
+        simulator = small_simulator()
+        model = zoo.get("din", schema=simulator.schema, **SMALL["din"])
+        path = Path(self.get_temp_dir()) / "1"
+        zoo.export(model, path)
+        proto = saved_model_pb2.SavedModel.FromString((path / "saved_model.pb").read_bytes())
+        graph = proto.meta_graphs[0].graph_def
+        # The checkpoint save/restore functions TF adds are pinned to CPU by TF itself; the model's
+        # own computation must carry no device.
+        pinned = [
+            (f.signature.name, n.op, n.device)
+            for f in graph.library.function
+            if "_traced_save" not in f.signature.name and "_traced_restore" not in f.signature.name
+            for n in f.node_def
+            if n.device
+        ]
+        self.assertEqual(pinned, [])
+
+    def test_bad_requests_give_one_line_errors(self):
+        simulator = small_simulator()
+        model = zoo.get("din", schema=simulator.schema, **SMALL["din"])
+        base = Path(self.get_temp_dir())
+        with self.assertRaisesRegex(ZooError, "numeric version"):
+            zoo.export(model, base / "din")
+        (base / "din" / "1").mkdir(parents=True)
+        (base / "din" / "1" / "saved_model.pb").write_bytes(b"x")
+        with self.assertRaisesRegex(ZooError, "not empty"):
+            zoo.export(model, base / "din" / "1")
+        with self.assertRaisesRegex(ZooError, "unknown signature 'beam'"):
+            zoo.export(model, base / "din" / "2", signature="beam")
+        with self.assertRaisesRegex(ZooError, "takes no option"):
+            zoo.export(model, base / "din" / "3", m2=4)
+        zoo.save(model, base / "nowt", weights=False)
+        with self.assertRaisesRegex(ZooError, "has no weights"):
+            zoo.export(base / "nowt", base / "x" / "1")
+        with self.assertRaisesRegex(ZooError, "unknown model 'dinx'"):
+            zoo.export("dinx", base / "y" / "1")
