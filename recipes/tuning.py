@@ -112,6 +112,7 @@ def tune(
     recipe="suan",
     seed=0,
     verbose=0,
+    callbacks=(),
     **fixed,
 ):
     """Runs (or resumes) a KerasTuner search; returns the tuner (`tuner.get_best_hyperparameters()`)."""
@@ -125,7 +126,7 @@ def tune(
         search_tuner = TUNERS[tuner](hypermodel, max_epochs=max(epochs, 2), **options)
     else:
         search_tuner = TUNERS[tuner](hypermodel, max_trials=max_trials, **options)
-    search_tuner.search(train, validation_data=val, epochs=epochs, verbose=verbose)
+    search_tuner.search(train, validation_data=val, epochs=epochs, verbose=verbose, callbacks=list(callbacks))
     return search_tuner
 
 

@@ -218,7 +218,7 @@ def _parser():
     export.set_defaults(run=_export)
     demo = commands.add_parser("demo", help=_demo.__doc__)
     demo.add_argument("--rows", type=int, default=30_000, help="training rows to simulate (default 30000)")
-    demo.add_argument("--epochs", type=int, default=2, help="training epochs (default 2)")
+    demo.add_argument("--epochs", type=int, default=3, help="training epochs (default 3)")
     demo.add_argument("--out", default="demo_out", help="where to write the preset (default demo_out/)")
     demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     demo.set_defaults(run=_demo)
