@@ -1,0 +1,106 @@
+"""DeRes-P vs the residual-only Transformer: parameters, FLOPs and training step time, as ratios.
+
+    python benchmarks/deres_cost.py                          # L=8, d=128, B=8 and the L sweep
+    KERAS_BACKEND=jax python benchmarks/deres_cost.py --tokens 40 --batch 128 --steps 10
+
+Both variants are the connector alone (layers/deres.py with paths="dual", weighting="silu" vs
+paths="residual-only") over n random tokens of width d, under a mean-pool + Dense(1) head, trained
+with binary cross-entropy by `train_on_batch` (same backend, same process). FLOPs are an analytic
+count of the multiply-adds each variant's code performs per row (x2), matrix products and DeRes'
+block weighting, gate and fusion; LayerNorm, softmax and GELU (the same for both up to d/2 vs d
+vectors) are left out. The paper's goal: at most +5% FLOPs, +7% parameters, +10% step time
+(it reports +4.4%, +6.5%, +9.9%).
+"""
+
+import argparse
+import time
+
+import keras
+import numpy as np
+
+from zoo.layers.deres import DeRes
+
+
+def layer_macs(n, w, heads, key_dim, ffn_units):
+    """One Pre-Norm layer's matrix products on n tokens of width w (attention width heads * key_dim)."""
+    a = heads * key_dim
+    return 3 * n * w * a + 2 * n * n * a + n * a * w + 2 * n * w * ffn_units
+
+
+def residual_only_macs(n, d, L, heads):
+    return L * layer_macs(n, d, heads, d // heads, 4 * d)
+
+
+def deres_macs(n, d, L, B, heads):
+    """Two half-width paths + per layer: RMSNorm, logits and weighted sum over the S_l sources (eq 4-5,
+    three n*w*S_l products), the gate W_g [r; d] (n * d * d/2) and the fusion (3 n d/2); then the
+    d/2 -> d output projection."""
+    w = d // 2
+    per_block = L // B
+    total = 0
+    for l in range(1, L + 1):
+        sources = 1 + l // per_block + (1 if l % per_block else 0)
+        total += 2 * layer_macs(n, w, heads, d // (2 * heads), 5 * d)
+        total += 3 * n * w * sources + n * d * w + 3 * n * w
+    return total + n * w * d
+
+
+def connector_model(d, n, **deres):
+    tokens = keras.Input((n, d))
+    encoded = DeRes(**deres, name="connector")(tokens)
+    logit = keras.layers.Dense(1)(keras.ops.mean(encoded, axis=1))
+    model = keras.Model(tokens, keras.layers.Activation("sigmoid")(logit))
+    model.compile(optimizer="adam", loss="binary_crossentropy")
+    return model
+
+
+def step_time(model, x, y, steps):
+    model.train_on_batch(x, y)  # compile
+    model.train_on_batch(x, y)
+    start = time.perf_counter()
+    for _ in range(steps):
+        model.train_on_batch(x, y)
+    return (time.perf_counter() - start) / steps
+
+
+def compare(L, d, B, heads, n, batch, steps, rng):
+    x = rng.normal(size=(batch, n, d)).astype("float32")
+    y = (rng.random((batch, 1)) < 0.5).astype("float32")
+    res = connector_model(d, n, num_layers=L, num_heads=heads, num_blocks=1, paths="residual-only")
+    dual = connector_model(d, n, num_layers=L, num_heads=heads, num_blocks=B, weighting="silu")
+    params = [m.get_layer("connector").count_params() for m in (res, dual)]
+    flops = [2 * residual_only_macs(n, d, L, heads), 2 * deres_macs(n, d, L, B, heads)]
+    times = [step_time(m, x, y, steps) for m in (res, dual)]
+    return params, flops, times
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--width", type=int, default=128, help="d")
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--blocks", type=int, default=8, help="B at L = 8 (the sweep uses B = L)")
+    parser.add_argument("--tokens", type=int, default=40, help="n, tokens per row")
+    parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--layers", type=int, nargs="*", default=[4, 8, 12, 16], help="the L sweep")
+    args = parser.parse_args(argv)
+    rng = np.random.default_rng(0)
+    print(
+        f"backend {keras.backend.backend()}, d = {args.width}, heads = {args.heads}, n = {args.tokens} tokens, "
+        f"batch {args.batch}, {args.steps} timed steps"
+    )
+    print(f"{'L':>3} {'B':>3} | {'params res':>11} {'DeRes-P':>11} {'ratio':>7} | {'GFLOPs/row res':>14} "
+          f"{'DeRes-P':>8} {'ratio':>7} | {'step ms res':>11} {'DeRes-P':>8} {'ratio':>7}")
+    runs = [(8, args.blocks)] + [(L, L) for L in args.layers if (L, L) != (8, args.blocks)]
+    for L, B in runs:
+        params, flops, times = compare(L, args.width, B, args.heads, args.tokens, args.batch, args.steps, rng)
+        print(
+            f"{L:>3} {B:>3} | {params[0]:>11,} {params[1]:>11,} {params[1] / params[0]:>7.3f} | "
+            f"{flops[0] / 1e9:>14.4f} {flops[1] / 1e9:>8.4f} {flops[1] / flops[0]:>7.3f} | "
+            f"{1e3 * times[0]:>11.1f} {1e3 * times[1]:>8.1f} {times[1] / times[0]:>7.3f}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()

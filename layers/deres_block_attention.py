@@ -1,0 +1,65 @@
+import math
+
+import keras
+from keras import ops
+
+from zoo.errors import ZooError
+
+WEIGHTINGS = ("softmax", "silu", "relu")
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class DeResBlockAttention(keras.layers.Layer):
+    """Layer l's weights over the block summaries B_b of the attention-residual path (DeRes Path 2).
+
+        softmax (DeRes-S, eq 4):  alpha_{l,b} = exp(w_l . RMSNorm(B_b)) / sum_b' exp(w_l . RMSNorm(B_b'))
+        silu    (DeRes-P, eq 8):  alpha_{l,b} = SiLU(w_l . RMSNorm(B_b))
+        relu    (Table 3b ablation): alpha_{l,b} = ReLU(w_l . RMSNorm(B_b))
+
+    w_l (R^{d/2}) is the layer's static trainable query. RMSNorm(v) = v / sqrt(mean(v^2) + eps) is
+    taken per token and carries no scale of its own (a scale would only rescale w_l). The weights are
+    per token: the blocks are [n, d/2] summaries and alpha_{l,b} is computed at every position.
+    The layer returns alpha; the path output d_l = sum_b alpha_{l,b} B_b (eq 5) is the connector's.
+
+    w_l starts at N(0, 1/(d/2)), so w_l . RMSNorm(B_b) starts near N(0, 1): a zero start would leave
+    SiLU's weights at 0 and ReLU's weights dead.
+
+    Args:
+        weighting: "softmax", "silu" or "relu".
+        epsilon: RMSNorm epsilon.
+    Call:
+        blocks [B, n, S, w] (the S blocks available to layer l) -> alpha [B, n, S].
+    """
+
+    def __init__(self, weighting="silu", epsilon=1e-6, **kwargs):
+        super().__init__(**kwargs)
+        if weighting not in WEIGHTINGS:
+            raise ZooError(f"weighting is {weighting!r}; it must be one of {', '.join(WEIGHTINGS)}")
+        self.weighting = weighting
+        self.epsilon = epsilon
+
+    def build(self, blocks_shape):
+        width = blocks_shape[-1]
+        self.query = self.add_weight(
+            shape=(width,),
+            initializer=keras.initializers.RandomNormal(stddev=1.0 / math.sqrt(width)),
+            name="query",
+        )
+        self.built = True
+
+    def call(self, blocks):
+        keys = blocks * ops.rsqrt(ops.mean(ops.square(blocks), axis=-1, keepdims=True) + self.epsilon)
+        logits = ops.einsum("bnsw,w->bns", keys, self.query)
+        if self.weighting == "softmax":
+            return ops.softmax(logits, axis=-1)
+        if self.weighting == "silu":
+            return ops.silu(logits)
+        return ops.relu(logits)
+
+    def compute_output_shape(self, blocks_shape):
+        return tuple(blocks_shape[:-1])
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"weighting": self.weighting, "epsilon": self.epsilon})
+        return config

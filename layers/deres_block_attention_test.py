@@ -1,0 +1,74 @@
+import numpy as np
+
+from tests.testing import TestCase, to_numpy
+from zoo.errors import ZooError
+from zoo.layers.deres_block_attention import DeResBlockAttention
+
+
+def rms_norm(v, eps=1e-6):
+    return v / np.sqrt(np.mean(v**2, axis=-1, keepdims=True) + eps)
+
+
+def reference_alpha(blocks, w, weighting):
+    """DeRes eq 4 (softmax over b), eq 8 (SiLU) or ReLU of w_l . RMSNorm(B_b); blocks [B, n, S, w]."""
+    logits = np.einsum("bnsw,w->bns", rms_norm(blocks), w)
+    if weighting == "softmax":
+        e = np.exp(logits - logits.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+    if weighting == "silu":
+        return logits / (1.0 + np.exp(-logits))
+    return np.maximum(logits, 0.0)
+
+
+def layer_with_query(weighting, w):
+    layer = DeResBlockAttention(weighting)
+    layer.build((None, None, None, w.shape[0]))
+    layer.query.assign(w)
+    return layer
+
+
+class DeResBlockAttentionTest(TestCase):
+    def test_layer_basics(self):
+        blocks = np.random.rand(2, 3, 4, 6).astype("float32")
+        self.run_layer_test(DeResBlockAttention, {"weighting": "softmax"}, blocks, (2, 3, 4))
+
+    def test_matches_numpy_in_every_weighting(self):
+        rng = np.random.default_rng(0)
+        blocks = rng.normal(size=(2, 3, 4, 6)).astype("float32")
+        w = rng.normal(size=6).astype("float32")
+        for weighting in ("softmax", "silu", "relu"):
+            alpha = layer_with_query(weighting, w)(blocks)
+            self.assertAllClose(alpha, reference_alpha(blocks, w, weighting), atol=1e-5, msg=weighting)
+
+    def test_pointwise_weights_are_independent_and_can_be_negative(self):
+        # Three blocks: B_0 and B_1 both aligned with w_l, B_2 opposed to it (DeRes "Pointwise AttnRes").
+        w = np.array([3.0, 0.0, 0.0, 0.0], "float32")
+        blocks = np.array([[[[2.0, 1.0, 0, 0], [1.0, 0.5, 0, 0], [-1.0, 0.2, 0, 0]]]], "float32")  # [1, 1, 3, 4]
+        silu = to_numpy(layer_with_query("silu", w)(blocks))[0, 0]
+        softmax = to_numpy(layer_with_query("softmax", w)(blocks))[0, 0]
+        # SiLU: two blocks take large positive weights at once, the opposed block a negative one.
+        self.assertGreater(silu[0], 1.0)
+        self.assertGreater(silu[1], 1.0)
+        self.assertLess(silu[2], 0.0)
+        # Softmax: non-negative and summing to 1, so at most one block can exceed 1/2.
+        self.assertAllClose(softmax.sum(), 1.0)
+        self.assertTrue(np.all(softmax >= 0.0) and np.sum(softmax > 0.5) <= 1)
+        # Zero-sum competition: making B_1 more relevant takes weight from B_0 under softmax only.
+        stronger = blocks.copy()
+        stronger[0, 0, 1] = [3.0, 0.1, 0, 0]
+        silu_after = to_numpy(layer_with_query("silu", w)(stronger))[0, 0]
+        softmax_after = to_numpy(layer_with_query("softmax", w)(stronger))[0, 0]
+        self.assertLess(softmax_after[0], softmax[0] - 0.1)
+        self.assertAllClose(silu_after[0], silu[0])
+        self.assertGreater(silu_after[1], silu[1])
+
+    def test_relu_cuts_the_negative_branch(self):
+        w = np.array([1.0, 0.0], "float32")
+        blocks = np.array([[[[-1.0, 0.5], [1.0, 0.5]]]], "float32")
+        alpha = to_numpy(layer_with_query("relu", w)(blocks))[0, 0]
+        self.assertEqual(alpha[0], 0.0)
+        self.assertGreater(alpha[1], 0.0)
+
+    def test_unknown_weighting(self):
+        with self.assertRaisesRegex(ZooError, "weighting"):
+            DeResBlockAttention("sparsemax")
