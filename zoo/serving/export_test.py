@@ -102,3 +102,42 @@ class PlainExportTest(TestCase):
             zoo.export(base / "nowt", base / "x" / "1")
         with self.assertRaisesRegex(ZooError, "unknown model 'dinx'"):
             zoo.export("dinx", base / "y" / "1")
+
+
+class EncodeDecodeExportTest(TestCase):
+    def test_rest_encode_once_decode_many_in_tf_only_process(self):
+        simulator = small_simulator()
+        model = zoo.get("rest", schema=simulator.schema, **SMALL["rest"])
+        features, _ = simulator.sample(3, seed=4)
+        state = model.encode(features)
+        # Decode 5 candidates per request against one encoded history.
+        many, _ = simulator.sample(15, seed=5)
+        candidates = {k: v for k, v in features.items() if not k.startswith("hist")}
+        for key in ("cand_item_id", "cand_category"):
+            candidates[key] = many[key].reshape(3, 5)
+        candidates["cand_time"] = features["cand_time"] + np.arange(5)[None, :]
+        expected = model.decode(state, candidates)
+        path = Path(self.get_temp_dir()) / "rest" / "1"
+        zoo.export(model, path, signature="encode_decode")
+        hist = {k: v for k, v in features.items() if k.startswith("hist")}
+        cases = {f"encode/in/{k}": v for k, v in hist.items()}
+        cases["encode/out/memory"] = state["memory"]
+        cases.update({f"decode/in/{k}": v for k, v in candidates.items()})
+        cases.update({"decode/in/memory": state["memory"], "decode/in/memory_valid": state["memory_valid"],
+                      "decode/in/hist_time": features["hist_time"], "decode/out/pctr": expected})
+        cases.update({f"serving_default/in/{k}": v for k, v in features.items()})
+        cases["serving_default/out/pctr"] = model.predict(features, verbose=0)
+        report = serving_check(path, cases)
+        for name in ("encode", "decode", "serving_default"):
+            for route in ("direct", "predict_request", "rest_json"):
+                self.assertLess(report["signatures"][name][route], 1e-5, (name, route))
+        self.assertEqual(report["signatures"]["decode"]["input_dtypes"]["memory_valid"], "bool")
+        shown = saved_model_cli(path)
+        self.assertIn("signature_def['decode']", shown)
+        self.assertIn("shape: (-1, -1)", shown.split("signature_def['decode']")[1].split("inputs['cand_time']")[1])
+
+    def test_unsupported_model_signature_pair(self):
+        simulator = small_simulator()
+        model = zoo.get("din", schema=simulator.schema, **SMALL["din"])
+        with self.assertRaisesRegex(ZooError, "signature 'encode_decode' serves rest; din exports with serving_default"):
+            zoo.export(model, Path(self.get_temp_dir()) / "1", signature="encode_decode")
