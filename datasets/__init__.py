@@ -1,3 +1,4 @@
 """zoo.datasets: raw-file readers, the papers' preprocessing, tf.data pipelines and the simulator."""
 
 from zoo.datasets.synthetic import BehaviourSimulator
+from zoo.datasets.registry import load, names, prepare  # noqa: E402

@@ -1,0 +1,90 @@
+"""tf.data pipelines over a processed data set, in the input contract.
+
+Batches are assembled in NumPy from the memory-mapped cache (one vectorised gather per batch), then
+handed to tf.data (`from_generator`, prefetched), so the same pipeline feeds Keras under the
+TensorFlow, JAX and torch backends.
+
+Modes:
+- `None` (default): M = 1; yields (features, labels [B, 1]).
+- `"parallel"` (SUAN's parallel candidates): each row holds m2 consecutive samples of one user as
+  candidates [B, m2], with the history of the earliest of them (so every candidate may see all of it);
+  a user's last row, when short, repeats its own samples in the empty slots (so plain
+  `loss="binary_crossentropy"` trains on real samples only, a few counted twice); `with_weights=True`
+  adds weights [B, m2]: 1 on real slots, 0 on the repeats (for masked losses and metrics).
+- `"prefix"` (ReST's user-level shared-prefix training, ULT): the same grouping, but the history is the
+  latest candidate's, so each candidate j must be masked to hist_time < cand_time[:, j] by the model.
+"""
+
+import numpy as np
+
+from zoo.errors import ZooError
+
+MODES = (None, "parallel", "prefix")
+
+
+def _signature(schema, num_candidates, weighted):
+    import tensorflow as tf
+
+    spec = {
+        key: tf.TensorSpec(shape=(None,) + shape, dtype=dtype)
+        for key, (shape, dtype) in schema.input_spec(num_candidates).items()
+    }
+    labels = tf.TensorSpec(shape=(None, num_candidates), dtype="float32")
+    if weighted:
+        return spec, labels, tf.TensorSpec(shape=(None, num_candidates), dtype="float32")
+    return spec, labels
+
+
+def _cast(schema, features, num_candidates):
+    spec = schema.input_spec(num_candidates)
+    return {key: np.asarray(features[key], dtype=dtype) for key, (_, dtype) in spec.items()}
+
+
+def make_dataset(processed, split, *, batch_size=256, shuffle=None, seed=0, mode=None, num_candidates=None,
+                 with_weights=False, drop_remainder=False, repeat=False):
+    """A batched, shuffled (train by default), prefetched tf.data.Dataset of one split.
+
+    Returns (dataset, schema); in group modes the schema has num_candidates = m2.
+    """
+    import tensorflow as tf
+
+    if mode not in MODES:
+        raise ZooError(f"unknown batching mode {mode!r} (modes: None, 'parallel', 'prefix')")
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ZooError(f"batch_size is {batch_size!r}; it must be a positive integer")
+    shuffle = split == "train" if shuffle is None else shuffle
+    schema = processed.schema
+    if mode is None:
+        if num_candidates not in (None, 1) or with_weights:
+            raise ZooError("num_candidates and with_weights need mode='parallel' or mode='prefix'")
+        total = processed.num_rows(split)
+        m = 1
+    else:
+        m = num_candidates
+        if not isinstance(m, int) or m < 1:
+            raise ZooError(f"mode {mode!r} needs num_candidates (m2) >= 1, got {m!r}")
+        groups = processed.groups(split, m)
+        total = groups.shape[0]
+        schema = schema.with_candidates(m)
+    rng = np.random.default_rng(seed)
+
+    def generate():
+        order = rng.permutation(total) if shuffle else np.arange(total)
+        stop = total - total % batch_size if drop_remainder else total
+        for begin in range(0, stop, batch_size):
+            index = order[begin : begin + batch_size]
+            if mode is None:
+                features, labels = processed.take(split, index)
+                yield _cast(schema, features, 1), labels.astype("float32")
+            else:
+                features, labels, weights = processed.take_groups(split, groups[index], mode)
+                if with_weights:
+                    yield _cast(schema, features, m), labels, weights
+                else:
+                    yield _cast(schema, features, m), labels
+
+    signature = _signature(schema, m, with_weights)
+    dataset = tf.data.Dataset.from_generator(generate, output_signature=signature)
+    if repeat:
+        dataset = dataset.repeat()
+    return dataset.prefetch(tf.data.AUTOTUNE), schema

@@ -1,0 +1,95 @@
+import math
+
+import numpy as np
+
+from tests.testing import TestCase
+from zoo.datasets import preprocess
+
+
+class VocabularyTest(TestCase):
+    def test_ids_by_count_padding_and_oov(self):
+        vocab = preprocess.Vocabulary(min_count=2)
+        vocab.fit_many(["b", "a", "a", "c", "b", "a"])
+        vocab.finalize()
+        # a (3) -> 1, b (2) -> 2; c (1 < min_count) and unseen tokens -> OOV = 3
+        self.assertEqual([vocab.lookup(t) for t in ("a", "b", "c", "zzz")], [1, 2, 3, 3])
+        self.assertEqual(vocab.size, 4)
+
+    def test_too_many_tokens_switch_to_hashing(self):
+        vocab = preprocess.Vocabulary(max_size=3)
+        vocab.fit_many([str(i) for i in range(10)])
+        vocab.finalize()
+        self.assertIsNotNone(vocab.hashed)
+        self.assertEqual(vocab.size, 5)
+        ids = {vocab.lookup(str(i)) for i in range(100)}
+        self.assertTrue(ids <= {1, 2, 3})
+        self.assertEqual(vocab.lookup("7"), preprocess.HashedIds(3).lookup("7"))  # stable
+
+
+class NumericTest(TestCase):
+    def test_quantile_buckets_are_equal_frequency_and_fill_the_mean(self):
+        buckets = preprocess.QuantileBuckets(num_buckets=4, seed=0)
+        for value in range(1, 101):
+            buckets.fit(float(value))
+        buckets.finalize()
+        ids = np.array([buckets.lookup(float(v)) for v in range(1, 101)])
+        self.assertEqual(np.bincount(ids).tolist(), [0, 25, 25, 25, 25])
+        self.assertEqual(buckets.size, 6)
+        # Missing values take the training mean of the present ones (1, 2, 3, 10 -> 4).
+        buckets = preprocess.QuantileBuckets(num_buckets=2)
+        for value in (1.0, 2.0, math.nan, 3.0, 10.0):
+            buckets.fit(value)
+        buckets.finalize()
+        self.assertEqual(buckets.mean, 4.0)
+        self.assertEqual(buckets.edges.tolist(), [3.0])  # median of 1, 2, 4, 3, 10
+        self.assertEqual(buckets.lookup(math.nan), 2)
+
+    def test_bars_transform(self):
+        # x > 2 -> floor(ln(x)^2), else int(x)   (BARS Criteo_x4)
+        self.assertEqual(preprocess.bars_numeric(100.0), str(math.floor(math.log(100) ** 2)))  # 21
+        self.assertEqual(preprocess.bars_numeric(100.0), "21")
+        self.assertEqual(preprocess.bars_numeric(2.0), "2")
+        self.assertEqual(preprocess.bars_numeric(-1.0), "-1")
+
+    def test_log_count_keeps_sign(self):
+        self.assertAlmostEqual(preprocess.log_count(math.e - 1), 1.0)
+        self.assertAlmostEqual(preprocess.log_count(-(math.e - 1)), -1.0)
+
+
+class EventsTest(TestCase):
+    def test_k_core_is_iterative(self):
+        # k = 2: user 3 has 1 interaction -> removed; only then item 30 falls to 1 -> removed.
+        users = np.array([1, 1, 1, 2, 2, 3])
+        items = np.array([10, 20, 30, 10, 20, 30])
+        keep = preprocess.k_core(users, items, 2)
+        self.assertEqual(keep.tolist(), [True, True, False, True, True, False])
+        self.assertFalse(preprocess.k_core(users, items, 3).any())
+
+    def test_history_ends_exclude_ties(self):
+        users = np.array([1, 1, 1, 1, 2, 2])
+        times = np.array([5, 7, 7, 9, 1, 1])
+        self.assertEqual(preprocess.history_ends(users, times).tolist(), [0, 1, 1, 3, 4, 4])
+        self.assertEqual(preprocess.block_starts(users).tolist(), [0, 0, 0, 0, 4, 4])
+
+    def test_sort_events_is_stable(self):
+        order = preprocess.sort_events(np.array([2, 1, 1, 1]), np.array([0, 9, 3, 3]))
+        self.assertEqual(order.tolist(), [2, 3, 1, 0])
+
+    def test_per_user_split(self):
+        users = np.array([1] * 10 + [2] * 5)
+        codes = preprocess.per_user_split(users).tolist()
+        self.assertEqual(codes[:10], [0] * 8 + [1] + [2])
+        self.assertEqual(codes[10:], [0] * 4 + [2])  # floor(4.0)=4 train, floor(4.5)=4 -> no validation
+
+    def test_day_cuts(self):
+        times = np.repeat(np.arange(9), 10) * 86400 + 5
+        valid, test = preprocess.day_cuts(times)
+        self.assertEqual((valid // 86400, test // 86400), (7, 8))
+        codes = preprocess.split_by_time(times, (valid, test))
+        self.assertEqual(np.bincount(codes).tolist(), [70, 10, 10])
+        # UTC+8 days: 17:00 UTC is already the next day in Beijing.
+        offset = 8 * 3600
+        valid, test = preprocess.day_cuts(np.array([0, 86400, 2 * 86400 + 17 * 3600]), utc_offset=offset)
+        self.assertEqual(test, 3 * 86400 - offset)
+        one_day = preprocess.day_cuts(np.array([10, 20]))
+        self.assertTrue((preprocess.split_by_time(np.array([10, 20]), one_day) == 0).all())

@@ -1,0 +1,231 @@
+"""The processed-data cache and the two kinds of processed data the pipelines read.
+
+A processed data set lives in `<cache_dir>/<name>-<protocol>-<key>/`, where the key hashes the raw
+files (path, size, modification time), the protocol, the options and FORMAT_VERSION. It holds
+`meta.json` (the Schema, per-split row counts, the reader's info such as sample_rate) and one `.npy`
+file per array, opened memory-mapped, so a split is never loaded whole into memory.
+
+- `Table`: one row per sample, every key of the contract stored as its own array (Criteo, Avazu,
+  the Taobao ads and Eleme rows whose behaviour lists come inside the row).
+- `Events`: the behaviours, sorted by (user, time), plus per-sample pointers into them (MovieLens,
+  Amazon Books, Taobao UserBehavior); a sample's history is gathered at batch time as the last L
+  events before its own time, so the cache is O(events), not O(samples x L).
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+
+import numpy as np
+
+from zoo.errors import ZooError
+from zoo.schema import Schema
+
+FORMAT_VERSION = 1
+SPLITS = ("train", "validation", "test")
+
+
+def default_cache_dir():
+    return os.environ.get("ZOO_DATA_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "zoo", "datasets"))
+
+
+def cache_key(files, name, protocol, options):
+    """A short hash of the raw files' identity, the protocol and the options."""
+    identity = []
+    for path in files:
+        stat = os.stat(path)
+        identity.append([os.path.abspath(path), stat.st_size, stat.st_mtime_ns])
+    text = json.dumps(
+        {"files": identity, "name": name, "protocol": protocol, "options": options, "format": FORMAT_VERSION},
+        sort_keys=True,
+        default=str,
+    )
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def cached(cache_dir, name, protocol, key, build):
+    """The processed directory, built by `build(tmp_dir)` on a miss (atomically, via a temp dir)."""
+    target = os.path.join(cache_dir, f"{name}-{protocol}-{key}")
+    if os.path.isfile(os.path.join(target, "meta.json")):
+        return target
+    os.makedirs(cache_dir, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=f".{name}-", dir=cache_dir)
+    try:
+        build(tmp)
+        if os.path.isdir(target):  # a stale, incomplete build
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    finally:
+        if os.path.isdir(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def write_meta(directory, kind, schema, rows, info):
+    meta = {"kind": kind, "schema": schema.to_dict(), "rows": rows, "info": info}
+    with open(os.path.join(directory, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+
+
+def save(directory, name, array):
+    np.save(os.path.join(directory, f"{name}.npy"), np.ascontiguousarray(array))
+
+
+class TableWriter:
+    """Memory-mapped per-split arrays, filled chunk by chunk (row counts known from the fit pass)."""
+
+    def __init__(self, directory, rows, spec):
+        self.arrays, self.offsets = {}, {}
+        for split, count in rows.items():
+            self.offsets[split] = 0
+            for key, (shape, dtype) in spec.items():
+                self.arrays[split, key] = np.lib.format.open_memmap(
+                    os.path.join(directory, f"{split}.{key}.npy"), mode="w+", dtype=dtype, shape=(count,) + shape
+                )
+
+    def write(self, split, chunk):
+        """`chunk`: {key: array [n, ...]} with every key of the spec."""
+        start = self.offsets[split]
+        n = None
+        for (s, key), array in self.arrays.items():
+            if s == split:
+                values = np.asarray(chunk[key])
+                n = values.shape[0]
+                array[start : start + n] = values
+        self.offsets[split] = start + (n or 0)
+
+    def close(self):
+        for array in self.arrays.values():
+            array.flush()
+        self.arrays = {}
+
+
+def open_processed(directory):
+    with open(os.path.join(directory, "meta.json")) as f:
+        meta = json.load(f)
+    cls = {"table": Table, "events": Events}[meta["kind"]]
+    return cls(directory, meta)
+
+
+class _Processed:
+    def __init__(self, directory, meta):
+        self.directory = directory
+        self.schema = Schema.from_dict(meta["schema"])
+        self.rows = meta["rows"]
+        self.info = meta["info"]
+
+    def _load(self, name):
+        """The array `name`, memory-mapped once and kept (batches gather from it many times)."""
+        arrays = self.__dict__.setdefault("_arrays", {})
+        if name not in arrays:
+            arrays[name] = np.load(os.path.join(self.directory, f"{name}.npy"), mmap_mode="r")
+        return arrays[name]
+
+    def num_rows(self, split):
+        if split not in self.rows:
+            raise ZooError(f"unknown split '{split}' (splits: {', '.join(self.rows)})")
+        return self.rows[split]
+
+
+class Table(_Processed):
+    """Row-per-sample arrays: `take(split, index)` -> (features, labels [n, 1])."""
+
+    kind = "table"
+
+    def take(self, split, index):
+        index = np.sort(index)  # sorted reads from the memory map
+        features = {}
+        for key in self.schema.keys():
+            value = np.asarray(self._load(f"{split}.{key}")[index])
+            features[key] = value[:, None] if key.startswith("cand_") else value  # [n] -> [n, M=1]
+        return features, np.asarray(self._load(f"{split}.labels")[index])[:, None]
+
+    def groups(self, split, size):
+        raise ZooError(
+            "parallel-candidate and shared-prefix modes need a data set whose behaviours are events "
+            "(movielens, amazon_books, taobao/suan); this one stores each row's history inside the row"
+        )
+
+
+class Events(_Processed):
+    """Behaviour events sorted by (user, time) and samples that point into them.
+
+    Arrays: `events.<hist key>` (hist ids and hist_time); per split `<split>.start`, `<split>.end`
+    (the sample's visible history is events[max(start, end - L):end]), `<split>.user` (grouping key)
+    and `<split>.<key>` for the user_/cand_/ctx_/num_ keys (cand_ stored 1-D) and `<split>.labels`.
+    """
+
+    kind = "events"
+
+    def _history(self, split, index):
+        length = self.schema.sequence_length
+        start = np.asarray(self._load(f"{split}.start")[index])
+        end = np.asarray(self._load(f"{split}.end")[index])
+        position = end[:, None] + np.arange(-length, 0)[None, :]  # [n, L]
+        valid = position >= start[:, None]
+        safe = np.where(valid, position, 0)
+        history = {}
+        for key in self.schema.keys():
+            if key.startswith("hist_"):
+                values = self._load(f"events.{key}")
+                history[key] = np.where(valid, values[safe], 0).astype(values.dtype)
+        return history
+
+    def _sample(self, split, key, index):
+        return np.asarray(self._load(f"{split}.{key}")[index])
+
+    def take(self, split, index):
+        index = np.sort(index)
+        features = self._history(split, index)
+        for key in self.schema.keys():
+            if not key.startswith("hist_"):
+                value = self._sample(split, key, index)
+                features[key] = value[:, None] if key.startswith("cand_") else value
+        return features, self._sample(split, "labels", index)[:, None]
+
+    def groups(self, split, size):
+        """[G, size] sample indices: each user's samples in time order, chunked by `size`; -1 pads
+        the last chunk of a user."""
+        users = np.asarray(self._load(f"{split}.user"))
+        n = users.shape[0]
+        if not n:
+            return np.zeros((0, size), dtype=np.int64)
+        new_user = np.concatenate([[True], users[1:] != users[:-1]])
+        starts = np.flatnonzero(new_user)
+        lengths = np.diff(np.append(starts, n))
+        chunks = -(-lengths // size)
+        group_start = np.repeat(starts, chunks) + size * (
+            np.arange(chunks.sum()) - np.repeat(np.cumsum(chunks) - chunks, chunks)
+        )
+        group_end = np.repeat(starts + lengths, chunks)
+        member = group_start[:, None] + np.arange(size)[None, :]
+        return np.where(member < group_end[:, None], member, -1)
+
+    def take_groups(self, split, groups, mode):
+        """Rows of M = groups.shape[1] candidates: (features, labels [B, M], weights [B, M]); the
+        slots of a short group repeat its own samples (weight 0 there, 1 on the real slots).
+
+        mode "parallel": the history is the earliest candidate's (before every candidate's time), so
+        any model may read it. mode "prefix" (ReST ULT): the history is the latest candidate's; a model
+        must let candidate j see only behaviours with hist_time < cand_time[:, j] (prefix-valid mask).
+        """
+        present = groups >= 0
+        count = present.sum(1)
+        rows = np.arange(groups.shape[0])
+        first, last = groups[:, 0], groups[rows, count - 1]
+        anchor = first if mode == "parallel" else last
+        features = self._history(split, anchor)
+        # A user's last group may be short: its slots repeat the group's own samples cyclically.
+        slot = np.arange(groups.shape[1])[None, :] % count[:, None]
+        filled = groups[rows[:, None], slot].reshape(-1)
+        for key in self.schema.keys():
+            if key.startswith("hist_"):
+                continue
+            if key.startswith("cand_"):
+                features[key] = self._sample(split, key, filled).reshape(groups.shape)
+            else:
+                features[key] = self._sample(split, key, anchor)
+        labels = self._sample(split, "labels", filled).reshape(groups.shape).astype("float32")
+        return features, labels, present.astype("float32")

@@ -1,0 +1,271 @@
+"""Taobao, two raw formats (SUAN §4.1 uses Taobao behaviour logs).
+
+Protocol `suan`: Tianchi UserBehavior.csv (user_id,item_id,category_id,behavior_type,timestamp; no
+header; behavior_type one of pv, fav, cart, buy). Target-aware samples: for every behaviour of a
+user that has at least one earlier behaviour, the history is the user's last `sequence_length`
+behaviours strictly earlier in time (hist_item_id, hist_category, hist_behavior, hist_time) and the
+candidate is that behaviour's item.
+- Label: 1 for the user's real next behaviour (any type: a click, favourite, cart or purchase of the
+  item is the engagement SUAN predicts); the log holds only positives, so each positive gets
+  `negatives` sampled items, label 0: drawn uniformly from the training item vocabulary (excluding the
+  positive's item), with the positive's history and time, and their category from the training log.
+- sample_rate (in the info, `load(..., with_info=True)`) = negatives / (training items - 1): the
+  fraction of the (user, time, non-clicked item) population kept. SUAN's rectified_pctr
+  p / (p + (1 - p) / sample_rate) undoes it.
+- Events outside `date_range` (inclusive dates in Beijing time, UTC+8; the official data covers
+  2017-11-25..2017-12-03 with a few outliers) are dropped and counted; None keeps all.
+- Split by time, in whole days (UTC+8): about 80/10/10 of the behaviours, the last day always test.
+  Item and category vocabularies are fitted on training behaviours; ctx_hour is the hour (UTC+8) + 1.
+
+Protocol `ads`: the Ali_Display_Ad_Click rows joined with the ad and user tables, as FuxiCTR ships
+them: a folder of train/valid/test CSVs with header clk,time_stamp,userid,adgroup_id,pid,cate_id,
+campaign_id,customer,brand,price,cms_segid,...,new_user_class_level,click_sequence, where
+click_sequence is a '^'-separated list of earlier clicked ad groups, oldest first (the data set's
+own history, built before each row's time). Features: the profile (user_), the ad (cand_item_id =
+adgroup_id, cand_category, campaign_id, customer, brand), ctx_pid, ctx_hour, num_price = log(1 + price)
+(missing -> the training mean, counted) and hist_item_id (last `sequence_length` clicks; no times, so
+time=False). An empty categorical is its own value. The splits are the files'.
+"""
+
+import datetime
+import math
+
+import numpy as np
+
+from zoo.datasets import events, preprocess, tabular
+from zoo.datasets.reading import Repairs, find_file, first_line, read_rows
+from zoo.errors import ZooError
+from zoo.feature import Feature
+from zoo.schema import Schema
+
+PROTOCOLS = {
+    "suan": "UserBehavior: target-aware samples, next behaviour = 1, sampled negatives = 0 (sample_rate), day split",
+    "ads": "display ads joined rows (FuxiCTR train/valid/test) with the ^-separated click_sequence as history",
+}
+DEFAULT_PROTOCOL = "suan"
+OPTIONS = {
+    "suan": {
+        "sequence_length": 100, "embedding_dim": 8, "negatives": 1, "seed": 0,
+        "date_range": ("2017-11-25", "2017-12-03"),
+    },
+    "ads": {"sequence_length": 50, "embedding_dim": 8},
+}
+BEHAVIORS = {"pv": 1, "fav": 2, "cart": 3, "buy": 4}
+BEIJING = 8 * 3600
+ADS_HEADER = (
+    "clk", "time_stamp", "userid", "adgroup_id", "pid", "cate_id", "campaign_id", "customer", "brand", "price",
+    "cms_segid", "cms_group_id", "final_gender_code", "age_level", "pvalue_level", "shopping_level",
+    "occupation", "new_user_class_level", "click_sequence",
+)
+ADS_SPLITS = {0: ("train.csv", "train_sample.csv"), 1: ("valid.csv", "valid_sample.csv"), 2: ("test.csv", "test_sample.csv")}
+
+
+def detect_protocol(path):
+    file = path
+    try:
+        file = find_file(path, ADS_SPLITS[0] + ("UserBehavior.csv",), "taobao")
+    except ZooError:
+        return DEFAULT_PROTOCOL
+    return "ads" if first_line(file).lower().startswith("clk,") else "suan"
+
+
+def raw_files(path, protocol):
+    if protocol == "suan":
+        return [find_file(path, ("UserBehavior.csv",), "taobao")]
+    return [find_file(path, ADS_SPLITS[code], "taobao ads") for code in range(3)]
+
+
+def build(files, protocol, options, out_dir, verbose):
+    if protocol == "suan":
+        _build_suan(files[0], options, out_dir, verbose)
+    else:
+        _build_ads(files, options, out_dir, verbose)
+
+
+# ---------------------------------------------------------------------------------------- suan
+def _day_seconds(text, end=False):
+    day = datetime.datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=datetime.timezone.utc)
+    return int(day.timestamp()) - BEIJING + (86400 if end else 0)
+
+
+def _read_behaviors(path, repairs, verbose):
+    users, items, categories = events.Interner(), events.Interner(), events.Interner()
+    columns = events.EventColumns(
+        {"user": np.int64, "item": np.int64, "category": np.int64, "behavior": np.int32, "time": np.int64}
+    )
+    for line, fields in read_rows(path, ",", 5, repairs, verbose=verbose):
+        user, item, category, behavior, time = (f.strip() for f in fields)
+        if not (user and item and category and behavior and time):
+            repairs.add("dropped {n} row(s) with an empty field")
+            continue
+        if behavior not in BEHAVIORS:
+            repairs.error(line, f"column 'behavior_type' should be one of pv, fav, cart, buy, found {behavior[:40]!r}")
+        time = repairs.number(time, line, "timestamp", int)
+        if not 0 <= time < 2**40:
+            repairs.error(line, f"column 'timestamp' should be unix seconds, found {time}")
+        columns.append(
+            user=users(user), item=items(item), category=categories(category), behavior=BEHAVIORS[behavior], time=time
+        )
+    return columns.arrays(), len(users), len(items), len(categories)
+
+
+def _build_suan(path, options, out_dir, verbose):
+    repairs = Repairs(path)
+    data, num_users, num_items, num_categories = _read_behaviors(path, repairs, verbose)
+    if options["date_range"] is not None:
+        first, last = options["date_range"]
+        inside = (data["time"] >= _day_seconds(first)) & (data["time"] < _day_seconds(last, end=True))
+        repairs.add("dropped {n} behaviour(s) outside the date range %s..%s" % (first, last), int((~inside).sum()))
+        data = events.select(data, inside)
+    data = events.order_events(data)
+    start = preprocess.block_starts(data["user"])
+    end = preprocess.history_ends(data["user"], data["time"])
+    split = preprocess.split_by_time(data["time"], preprocess.day_cuts(data["time"], utc_offset=BEIJING))
+    train = split == 0
+    item_ids, item_size = events.fit_ids(data["item"], train, num_items)
+    category_ids, category_size = events.fit_ids(data["category"], train, num_categories)
+    user_ids, user_size = events.fit_ids(data["user"], train, num_users)
+    history = {
+        "hist_item_id": item_ids[data["item"]],
+        "hist_category": category_ids[data["category"]],
+        "hist_behavior": data["behavior"].astype(np.int32),
+        "hist_time": data["time"],
+    }
+    # Category of each training item id (for the sampled negatives): the last one seen in training.
+    item_category = np.zeros(item_size, dtype=np.int32)
+    item_category[history["hist_item_id"][train]] = history["hist_category"][train]
+    known = item_size - 2  # ids 1..known were fitted
+    has_history = end > start
+    repairs.add("made no sample for {n} first behaviour(s) of a user (no earlier history)", int((~has_history).sum()))
+    repairs.report()
+    if known < 2 and options["negatives"]:
+        raise ZooError(f"{path}: fewer than 2 items in the training days; cannot sample negatives")
+    rng = np.random.default_rng(options["seed"])
+    k = options["negatives"]
+    samples = {}
+    for code, name in enumerate(("train", "validation", "test")):
+        rows = np.flatnonzero((split == code) & has_history)
+        positive = history["hist_item_id"][rows]
+        # [n, 1 + k]: the positive, then k sampled items != positive (uniform over the other ids).
+        drawn = rng.integers(1, max(known, 2), size=(rows.size, k))  # 1..known-1
+        drawn = np.where(drawn >= positive[:, None], drawn + 1, drawn) if k else drawn
+        cand = np.concatenate([positive[:, None], drawn], axis=1).astype(np.int32)
+        width = cand.shape[1]
+        cand_category = np.concatenate(
+            [history["hist_category"][rows][:, None], item_category[drawn]], axis=1
+        ).astype(np.int32)
+        repeat = lambda a: np.repeat(a, width)  # noqa: E731
+        time = repeat(data["time"][rows])
+        samples[name] = {
+            "start": repeat(start[rows]),
+            "end": repeat(end[rows]),
+            "user": repeat(data["user"][rows]),
+            "user_user_id": repeat(user_ids[data["user"][rows]]),
+            "cand_item_id": cand.reshape(-1),
+            "cand_category": cand_category.reshape(-1),
+            "cand_time": time,
+            "ctx_hour": (((time + BEIJING) // 3600) % 24 + 1).astype(np.int32),
+            "labels": np.tile(np.eye(1, width, dtype=np.float32)[0], rows.size),
+        }
+    d = options["embedding_dim"]
+    schema = Schema(
+        features=(
+            Feature("item_id", "hist", int(item_size), d),
+            Feature("category", "hist", int(category_size), d),
+            Feature("behavior", "hist", 6, d),
+            Feature("user_id", "user", int(user_size), d),
+            Feature("item_id", "cand", int(item_size), d),
+            Feature("category", "cand", int(category_size), d),
+            Feature("hour", "ctx", 26, d),
+        ),
+        sequence_length=options["sequence_length"],
+        time=True,
+    )
+    info = {
+        "repairs": repairs.summary(),
+        "sample_rate": k / (known - 1) if known > 1 else 1.0,
+        "negatives": k,
+        "label": "1 = the user's real next behaviour (pv/fav/cart/buy); 0 = a uniformly sampled item",
+    }
+    events.write_events(out_dir, schema, history, samples, info)
+
+
+# ---------------------------------------------------------------------------------------- ads
+def _timestamp(text, line, repairs):
+    if text.isdigit():
+        return int(text)
+    try:
+        moment = datetime.datetime.strptime(text, "%Y-%m-%d %H:%M:%S").replace(tzinfo=datetime.timezone.utc)
+    except ValueError:
+        repairs.error(line, f"column 'time_stamp' should be a unix time or YYYY-MM-DD HH:MM:SS, found {text[:40]!r}")
+    return int(moment.timestamp()) - BEIJING
+
+
+USER_FIELDS = {
+    "userid": "user_id", "cms_segid": "cms_segid", "cms_group_id": "cms_group_id", "final_gender_code": "gender",
+    "age_level": "age_level", "pvalue_level": "pvalue_level", "shopping_level": "shopping_level",
+    "occupation": "occupation", "new_user_class_level": "new_user_class_level",
+}
+CAND_FIELDS = {"adgroup_id": "item_id", "cate_id": "category", "campaign_id": "campaign_id", "customer": "customer", "brand": "brand"}
+
+
+def _parse_ads(line, fields, repairs):
+    row = dict(zip(ADS_HEADER, (f.strip() for f in fields)))
+    if row["clk"] == "":
+        repairs.add("dropped {n} row(s) with an empty clk")
+        return None
+    if row["clk"] not in ("0", "1"):
+        repairs.error(line, f"column 'clk' should be 0 or 1, found {row['clk'][:40]!r}")
+    if row["time_stamp"] == "":
+        repairs.add("dropped {n} row(s) with an empty time_stamp")
+        return None
+    time = _timestamp(row["time_stamp"], line, repairs)
+    values = {f"user_{name}": row[column] for column, name in USER_FIELDS.items()}
+    values.update({f"cand_{name}": row[column] for column, name in CAND_FIELDS.items()})
+    values["ctx_pid"] = row["pid"]
+    values["ctx_hour"] = str(((time + BEIJING) // 3600) % 24)
+    if row["price"] == "":
+        repairs.add("filled {n} missing price(s) with the training mean")
+        price = math.nan
+    else:
+        price = repairs.number(row["price"], line, "price")
+        if price < 0:
+            repairs.error(line, f"column 'price' should be >= 0, found {price}")
+        price = math.log1p(price)
+    values["num_price"] = price
+    values["hist_item_id"] = [t for t in row["click_sequence"].split("^") if t]
+    return values, float(row["clk"])
+
+
+def _build_ads(files, options, out_dir, verbose):
+    length, d = options["sequence_length"], options["embedding_dim"]
+    items = preprocess.Vocabulary()
+    encoders = {f"user_{name}": tabular.Ids(preprocess.Vocabulary()) for name in USER_FIELDS.values()}
+    for name in CAND_FIELDS.values():
+        encoders[f"cand_{name}"] = tabular.Ids(items if name == "item_id" else preprocess.Vocabulary())
+    encoders["hist_item_id"] = tabular.IdList(items, length)
+    encoders["ctx_pid"] = tabular.Ids(preprocess.Vocabulary())
+    encoders["ctx_hour"] = tabular.Ids(preprocess.Vocabulary())
+    encoders["num_price"] = tabular.Number()
+
+    def make_schema():
+        features = []
+        for key, encoder in encoders.items():
+            group, name = key.split("_", 1)
+            features.append(Feature(name, group) if group == "num" else Feature(name, group, encoder.size, d))
+        order = {"hist": 0, "user": 1, "cand": 2, "ctx": 3, "num": 4}
+        features.sort(key=lambda f: order[f.group])
+        return Schema(features=features, sequence_length=length)
+
+    tabular.build_table(
+        [(file, code) for code, file in enumerate(files)], delimiter=",", num_fields=len(ADS_HEADER),
+        header=ADS_HEADER, parse=_parse_ads, split_of=None, encoders=encoders, out_dir=out_dir,
+        make_schema=make_schema, verbose=verbose,
+    )
+
+
+def load(path, **kwargs):
+    """`zoo.datasets.load("taobao", path, **kwargs)`: (tf.data.Dataset, Schema)."""
+    from zoo.datasets import registry
+
+    return registry.load("taobao", path, **kwargs)
