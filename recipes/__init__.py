@@ -1,5 +1,6 @@
 """zoo.recipes: the papers' training protocols, metrics, reports, scaling-law fits and tuning."""
 
+from zoo.recipes.distillation import OnlineDistillation
 from zoo.recipes.evaluate import evaluate
 from zoo.recipes.fit import compile_for, fit
 from zoo.recipes.metrics import auc, default_metrics, gauc, paired_bootstrap, rela_impr

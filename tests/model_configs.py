@@ -6,4 +6,13 @@ Every registered model must have an entry (tests/registry_test.py checks it). Th
 
 SMALL = {
     "din": {"attention_units": (8,), "mlp_units": (16,)},
+    "rest": {"model_dim": 8, "num_heads": 2, "encoder_depth": 2, "ffn_dim": 8, "mlp_units": (8,)},
+    "deres_p": {"num_layers": 2, "width": 8, "num_heads": 2, "num_blocks": 1},
+    "deres_s": {"num_layers": 2, "width": 8, "num_heads": 2, "num_blocks": 2},
+    "ctr_transformer": {"num_layers": 2, "width": 8, "num_heads": 2},
+    "attnres": {"num_layers": 2, "width": 8, "num_heads": 2, "num_blocks": 2},
+    "denseformer": {"num_layers": 2, "width": 8, "num_heads": 2},
+    "suan": {"num_layers": 1, "num_heads": 2, "mlp_units": (8,)},
+    "lightsuan": {"num_layers": 1, "num_heads": 2, "mlp_units": (8,), "window_size": 2, "dilation": 2, "parallel_candidates": 4},
+    "distilsuan": {"num_layers": 1, "num_heads": 2, "mlp_units": (8,), "window_size": 2, "dilation": 2, "parallel_candidates": 4},
 }

@@ -2,3 +2,12 @@
 
 from zoo.models.din import DIN
 from zoo.models.zoo_model import ZooModel
+from zoo.models.attnres import AttnRes
+from zoo.models.ctr_transformer import CTRTransformer
+from zoo.models.denseformer import DenseFormer
+from zoo.models.deres_p import DeResP
+from zoo.models.deres_s import DeResS
+from zoo.models.suan import SUAN
+from zoo.models.lightsuan import LightSUAN
+from zoo.models.distilsuan import DistilSUAN
+from zoo.models.rest import ReST

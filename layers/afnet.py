@@ -1,0 +1,127 @@
+import math
+
+import keras
+from keras import ops
+
+from zoo.errors import ZooError
+
+POOLS = ("causal", "global")
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class AFNet(keras.layers.Layer):
+    """SUAN §3.2.2 adaptive fusion network: cross-attention to the user profile (eq 7-9), then
+    dual-alignment attention (eq 10-15).
+
+        Q2, K2, V2 = E_self W2^Q, E_p W2^K, E_p W2^V                                   (eq 7)
+        E_cross = Concat_h(softmax(Q2 K2^T / sqrt(d_head)) V2) W2^O                     (eq 8-9)
+        E_sum = E_self + E_cross                                                        (eq 10)
+        e_mean = pool(E_sum)                                                            (eq 11)
+        e_self, e_cross = relu(e_mean W1) W2, relu(e_mean W1) W3                        (eq 12)
+        w_self, w_cross = softmax over the pair [e_self, e_cross], per channel          (eq 13-14)
+        E_AFN = w_self * E_self + w_cross * E_cross                                     (eq 15)
+
+    Projections carry no biases (as written in eq 7-12); W1 maps d -> d/4. Logits are scaled by
+    1/sqrt(d_head) as in the self-attention. The profile E_p is [B, n2, d_p] (one token per user
+    feature); every sequence token attends to all of it.
+
+    `alignment_pool` chooses eq 11's pooling:
+      - "causal" (default): each token pools E_sum over the positions it may attend to: a history
+        token over the non-padding history up to itself, a candidate over the non-padding history
+        and itself. The block stays causal and parallel candidate scoring stays exact.
+      - "global": eq 11 as written (and as the authors' code does it): one mean over every position,
+        padding, later behaviours and all candidates included. Earlier positions then depend on
+        later tokens and each candidate shifts the others' scores, so the history cache and exact
+        parallel scoring do not hold.
+
+    Args:
+        num_heads: h of the cross-attention.
+        alignment_pool: "causal" or "global".
+    """
+
+    def __init__(self, num_heads, alignment_pool="causal", **kwargs):
+        super().__init__(**kwargs)
+        if alignment_pool not in POOLS:
+            raise ZooError(f"alignment_pool is {alignment_pool!r}; it must be one of {', '.join(POOLS)}")
+        self.num_heads = int(num_heads)
+        self.alignment_pool = alignment_pool
+
+    def build(self, history_self_shape, candidate_self_shape=None, profile_shape=None, history_valid_shape=None):
+        d = int(history_self_shape[-1])
+        d_p = int(profile_shape[-1])
+        if d % self.num_heads:
+            raise ZooError(f"token width {d} is not divisible by num_heads {self.num_heads}")
+        self.head_dim = d // self.num_heads
+        add = lambda name, shape: self.add_weight(name=name, shape=shape, initializer="glorot_uniform")  # noqa: E731
+        self.cross_query = add("cross_query", (d, d))
+        self.cross_key = add("cross_key", (d_p, d))
+        self.cross_value = add("cross_value", (d_p, d))
+        self.cross_output = add("cross_output", (d, d))
+        reduced = max(1, d // 4)
+        self.gate_squeeze = add("gate_squeeze", (d, reduced))  # W1
+        self.gate_self = add("gate_self", (reduced, d))  # W2
+        self.gate_cross = add("gate_cross", (reduced, d))  # W3
+        self.built = True
+
+    def cross(self, e_self, profile):
+        """Eq 7-9: E_cross [B, N, d] from E_self [B, N, d] and E_p [B, n2, d_p]."""
+        h, dh = self.num_heads, self.head_dim
+        q = ops.reshape(ops.matmul(e_self, self.cross_query), (-1, e_self.shape[1], h, dh))
+        k = ops.reshape(ops.matmul(profile, self.cross_key), (-1, profile.shape[1], h, dh))
+        v = ops.reshape(ops.matmul(profile, self.cross_value), (-1, profile.shape[1], h, dh))
+        probs = ops.softmax(ops.einsum("bnhd,bphd->bhnp", q, k) / math.sqrt(dh), axis=-1)
+        out = ops.einsum("bhnp,bphd->bnhd", probs, v)
+        return ops.matmul(ops.reshape(out, (-1, e_self.shape[1], h * dh)), self.cross_output)
+
+    def align(self, e_self, e_cross, e_mean):
+        """Eq 12-15 given each token's pooled statistic e_mean (same shape as E_self)."""
+        squeezed = ops.relu(ops.matmul(e_mean, self.gate_squeeze))
+        gates = ops.stack([ops.matmul(squeezed, self.gate_self), ops.matmul(squeezed, self.gate_cross)], axis=0)
+        w = ops.softmax(gates, axis=0)
+        return w[0] * e_self + w[1] * e_cross
+
+    def history_pool(self, e_sum, history_valid):
+        """Causal eq 11 over the history: (per-token prefix means [B, L, d], total sum [B, d], count [B, 1])."""
+        valid = ops.cast(history_valid, e_sum.dtype)[..., None]
+        prefix_sum = ops.cumsum(e_sum * valid, axis=1)
+        prefix_count = ops.cumsum(valid, axis=1)
+        means = prefix_sum / ops.maximum(prefix_count, 1.0)
+        return means, prefix_sum[:, -1], prefix_count[:, -1]
+
+    def encode_history(self, history_self, profile, history_valid):
+        """History part, causal pool: (E_AFN of the history, (sum, count) the candidates pool with)."""
+        e_cross = self.cross(history_self, profile)
+        means, total, count = self.history_pool(history_self + e_cross, history_valid)
+        return self.align(history_self, e_cross, means), (total, count)
+
+    def encode_candidates(self, candidate_self, profile, history_pool):
+        """Candidate part, causal pool: each candidate pools the history and itself."""
+        total, count = history_pool
+        e_cross = self.cross(candidate_self, profile)
+        e_sum = candidate_self + e_cross
+        means = (total[:, None, :] + e_sum) / (count[:, None, :] + 1.0)
+        return self.align(candidate_self, e_cross, means)
+
+    def call(self, history_self, candidate_self, profile, history_valid):
+        """Returns (E_AFN of the history [B, L, d], E_AFN of the candidates [B, M, d])."""
+        if self.alignment_pool == "causal":
+            history_out, pool = self.encode_history(history_self, profile, history_valid)
+            return history_out, self.encode_candidates(candidate_self, profile, pool)
+        h_cross, c_cross = self.cross(history_self, profile), self.cross(candidate_self, profile)
+        e_sum = ops.concatenate([history_self + h_cross, candidate_self + c_cross], axis=1)
+        e_mean = ops.mean(e_sum, axis=1, keepdims=True)
+        return (
+            self.align(history_self, h_cross, ops.broadcast_to(e_mean, ops.shape(history_self))),
+            self.align(candidate_self, c_cross, ops.broadcast_to(e_mean, ops.shape(candidate_self))),
+        )
+
+    def compute_output_spec(self, history_self, candidate_self, *args):
+        return (
+            keras.KerasTensor(history_self.shape, dtype=self.compute_dtype),
+            keras.KerasTensor(candidate_self.shape, dtype=self.compute_dtype),
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"num_heads": self.num_heads, "alignment_pool": self.alignment_pool})
+        return config

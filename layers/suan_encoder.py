@@ -1,0 +1,120 @@
+import keras
+from keras import ops
+
+from zoo.layers.uab import UAB
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class SuanEncoder(keras.layers.Layer):
+    """SUAN's encoder (§3.1-3.2): the target-aware sequence through l stacked UABs.
+
+    The history tokens [B, L, d] take positions 0..L-1 and the M candidate tokens all take
+    position L (each candidate is scored as if it alone followed the history, LightSUAN §3.3.1).
+    As in the authors' code a learned absolute position table is added, plus Dense(time embedding)
+    of log(1 + gap): for a behaviour the seconds since the previous behaviour, for a candidate the
+    seconds since the newest behaviour (0 where there is none). Both are causal and work on time
+    differences, so int64 seconds survive JAX's int32 and a behaviour never sees a later one.
+
+    `encode_history` runs the history once and returns a cache; `encode_candidates` scores any
+    number of candidates on it. With alignment_pool="causal", `call` equals the two chained.
+
+    Args:
+        num_layers: l.
+        num_heads: h.
+        sequence_length: L.
+        window_size, dilation: LightSUAN's k and r (None, 1: full attention).
+        alignment_pool: "causal" or "global" (see AFNet).
+    """
+
+    def __init__(self, num_layers, num_heads, sequence_length, window_size=None, dilation=1,
+                 alignment_pool="causal", **kwargs):
+        super().__init__(**kwargs)
+        self.num_layers = int(num_layers)
+        self.num_heads = int(num_heads)
+        self.sequence_length = int(sequence_length)
+        self.window_size = window_size
+        self.dilation = int(dilation)
+        self.alignment_pool = alignment_pool
+        self.blocks = [
+            UAB(num_heads, sequence_length, window_size, dilation, alignment_pool, name=f"uab_{i}")
+            for i in range(self.num_layers)
+        ]
+
+    def build(self, history_shape, candidates_shape=None, history_valid_shape=None, history_time_shape=None,
+              candidate_time_shape=None, profile_shape=None):
+        d = int(history_shape[-1])
+        self.position_table = self.add_weight(
+            name="position_table", shape=(self.sequence_length + 1, d),
+            initializer=keras.initializers.TruncatedNormal(stddev=0.02),
+        )
+        self.time_kernel = self.add_weight(name="time_kernel", shape=(1, d), initializer="glorot_uniform")
+        self.time_bias = self.add_weight(name="time_bias", shape=(d,), initializer="zeros")
+        for block in self.blocks:
+            block.build(history_shape, profile_shape=profile_shape)
+        self.built = True
+
+    def _time_embedding(self, gap):
+        """Dense(1 -> d) of log(1 + gap seconds)."""
+        feature = ops.log1p(ops.maximum(ops.cast(gap, self.compute_dtype), 0.0))[..., None]
+        return ops.matmul(feature, self.time_kernel) + self.time_bias
+
+    def _embed_history(self, history, history_valid, history_time):
+        """Adds the position and time embeddings: (x [B, L, d], valid, relative times, reference)."""
+        valid = ops.cast(history_valid, "bool")
+        history_time = ops.convert_to_tensor(history_time)
+        reference = ops.max(history_time, axis=1, keepdims=True)  # newest behaviour, [B, 1]
+        times = ops.cast(history_time - reference, self.compute_dtype)  # seconds, relative
+        previous = ops.concatenate([times[:, :1], times[:, :-1]], axis=1)
+        previous_valid = ops.concatenate([ops.zeros_like(valid[:, :1]), valid[:, :-1]], axis=1)
+        gap = ops.where(ops.logical_and(valid, previous_valid), times - previous, 0.0)
+        x = history + self.position_table[None, : self.sequence_length] + self._time_embedding(gap)
+        return x, valid, times, reference
+
+    def _embed_candidates(self, candidates, candidate_time, reference, newest_valid):
+        """Adds the shared position L and the time embedding: (x [B, M, d], relative times)."""
+        times = ops.cast(ops.convert_to_tensor(candidate_time) - reference, self.compute_dtype)
+        gap = ops.where(newest_valid, times, 0.0)
+        return candidates + self.position_table[None, self.sequence_length :] + self._time_embedding(gap), times
+
+    def encode_history(self, history, history_valid, history_time, profile):
+        """History [B, L, d] through every block: (last block's history output, cache)."""
+        x, valid, times, reference = self._embed_history(history, history_valid, history_time)
+        cache = {"reference": reference, "newest_valid": valid[:, -1:], "profile": profile}
+        for i, block in enumerate(self.blocks):
+            x, cache[f"state_{i}"] = block.encode_history(x, profile, valid, times)
+        return x, cache
+
+    def encode_candidates(self, candidates, candidate_time, cache):
+        """Candidates [B, M, d] on a history cache: the last block's candidate output [B, M, d]."""
+        x, times = self._embed_candidates(candidates, candidate_time, cache["reference"], cache["newest_valid"])
+        for i, block in enumerate(self.blocks):
+            x = block.encode_candidates(x, cache["profile"], cache[f"state_{i}"], times)
+        return x
+
+    def call(self, history, candidates, history_valid, history_time, candidate_time, profile):
+        """The candidates' last-block output [B, M, d]."""
+        if self.alignment_pool == "causal":
+            _, cache = self.encode_history(history, history_valid, history_time, profile)
+            return self.encode_candidates(candidates, candidate_time, cache)
+        x, valid, times, reference = self._embed_history(history, history_valid, history_time)
+        c, c_times = self._embed_candidates(candidates, candidate_time, reference, valid[:, -1:])
+        for block in self.blocks:
+            x, c = block(x, c, profile, valid, times, c_times)
+        return c
+
+    def compute_output_spec(self, history, candidates, *args):
+        return keras.KerasTensor(candidates.shape, dtype=self.compute_dtype)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_layers": self.num_layers,
+                "num_heads": self.num_heads,
+                "sequence_length": self.sequence_length,
+                "window_size": self.window_size,
+                "dilation": self.dilation,
+                "alignment_pool": self.alignment_pool,
+            }
+        )
+        return config

@@ -1,0 +1,242 @@
+import math
+
+import keras
+from keras import ops
+
+from zoo.errors import ZooError
+from zoo.layers.relative_attention_bias import RelativeAttentionBias
+
+NEG_INF = -1e9
+
+
+def _masked_softmax(logits, allowed):
+    """softmax over the allowed keys; a query with no allowed key gets all-zero weights."""
+    probs = ops.softmax(ops.where(allowed, logits, NEG_INF), axis=-1)
+    return probs * ops.cast(allowed, probs.dtype)
+
+
+def candidate_key_slots(length, window_size, dilation):
+    """The history slots a candidate (at the shared position L) may attend to, in order.
+
+    Full attention: every slot. Sparse (§3.3.1): slot j with L - j < k (local window) or
+    (L - j) mod r == 0 (dilation).
+    """
+    if window_size is None:
+        return list(range(length))
+    return [j for j in range(length) if length - j < window_size or (length - j) % dilation == 0]
+
+
+@keras.saving.register_keras_serializable(package="zoo")
+class SuanSelfAttention(keras.layers.Layer):
+    """SUAN §3.2.1 self-attention (eq 3-6) over the target-aware sequence, with LightSUAN's sparse
+    pattern and parallel candidates (§3.3.1).
+
+        Q1, K1, V1 = E_norm W1^Q, E_norm W1^K, E_norm W1^V                         (eq 3, no biases)
+        Attention = softmax(Q1 K1^T / sqrt(d_head) + bias + mask) V1                (eq 4-5)
+        E_self = Concat(Attention_1..h) W1^O                                         (eq 6)
+
+    The logits are scaled by 1/sqrt(d_head) (the authors' code; eq 5 writes the full width) and the
+    eq 4 bias (`RelativeAttentionBias`) is shared by the heads. Query i may attend key j when j is
+    not padding and, for history slots 0..L-1:
+      - full attention (`window_size=None`): j <= i (causal);
+      - sparse attention: 0 <= i - j < k (local window of k keys, itself included) or
+        i - j >= 0 and (i - j) mod r == 0 (dilation r); r = 1 is full causal attention.
+    The M candidates all sit at position L: each attends to the history slots position L may attend
+    to, and to itself, never to another candidate, so candidates are scored independently.
+    A query with no allowed key (a padding slot) outputs zeros.
+
+    Sparse attention computes only the allowed pairs, O(L (k + L/r)): the window part as banded
+    blocks of k queries against their own and the previous block of keys, the dilated part as r
+    residue classes (a strided reshape), each a causal attention over L/r slots; one softmax runs over
+    both parts.
+
+    Args:
+        num_heads: h.
+        sequence_length: L, the history length (the candidates take position L).
+        window_size: k, or None for full attention.
+        dilation: r (sparse attention only).
+    """
+
+    def __init__(self, num_heads, sequence_length, window_size=None, dilation=1, **kwargs):
+        super().__init__(**kwargs)
+        if window_size is not None and (int(window_size) < 1 or int(dilation) < 1):
+            raise ZooError(f"window_size k and dilation r must be >= 1, got k={window_size}, r={dilation}")
+        if window_size is None and dilation != 1:
+            raise ZooError("dilation r needs a window_size k (sparse attention); full attention takes r = 1")
+        self.num_heads = int(num_heads)
+        self.sequence_length = int(sequence_length)
+        self.window_size = None if window_size is None else int(window_size)
+        self.dilation = int(dilation)
+        self.relative_bias = RelativeAttentionBias(self.sequence_length + 1, name="relative_bias")
+        self.candidate_slots = candidate_key_slots(self.sequence_length, self.window_size, self.dilation)
+
+    def build(self, input_shape):
+        d = int(input_shape[-1])
+        if d % self.num_heads:
+            raise ZooError(f"token width {d} is not divisible by num_heads {self.num_heads}")
+        self.head_dim = d // self.num_heads
+        for name in ("query", "key", "value", "output"):
+            setattr(self, f"{name}_kernel", self.add_weight(name=f"{name}_kernel", shape=(d, d), initializer="glorot_uniform"))
+        self.relative_bias.build()
+        self.built = True
+
+    # ------------------------------------------------------------------ pieces
+    def _heads(self, x, kernel):
+        """[B, N, d] -> [B, N, H, d_head]"""
+        y = ops.matmul(x, kernel)
+        return ops.reshape(y, (-1, y.shape[1], self.num_heads, self.head_dim))
+
+    def _merge(self, y):
+        """[B, N, H, d_head] -> [B, N, d] through W^O"""
+        y = ops.reshape(y, (-1, y.shape[1], self.num_heads * self.head_dim))
+        return ops.matmul(y, self.output_kernel)
+
+    def _scale(self):
+        return 1.0 / math.sqrt(self.head_dim)
+
+    # ------------------------------------------------------------------ history
+    def attend_history(self, history, history_valid, history_times):
+        """History self-attention. Returns (E_self of the history [B, L, d], keys, values)."""
+        q, k, v = (self._heads(history, w) for w in (self.query_kernel, self.key_kernel, self.value_kernel))
+        if self.window_size is None:
+            out = self._full(q, k, v, history_valid, history_times)
+        else:
+            out = self._sparse(q, k, v, history_valid, history_times)
+        return self._merge(out), k, v
+
+    def _full(self, q, k, v, valid, times):
+        length = self.sequence_length
+        positions = ops.arange(length, dtype="int32")
+        causal = positions[:, None] >= positions[None, :]  # [L, L]
+        allowed = ops.logical_and(causal[None, None], valid[:, None, None, :])  # [B, 1, L, L]
+        bias = self.relative_bias(positions[:, None], positions[None, :], times[:, :, None], times[:, None, :])
+        logits = ops.einsum("bqhd,bkhd->bhqk", q, k) * self._scale() + bias[:, None]
+        return ops.einsum("bhqk,bkhd->bqhd", _masked_softmax(logits, allowed), v)
+
+    def _sparse(self, q, k, v, valid, times):
+        length, window, r = self.sequence_length, self.window_size, self.dilation
+        batch = -1
+        heads, dh = self.num_heads, self.head_dim
+        times = ops.cast(times, self.compute_dtype)
+        valid = ops.cast(valid, self.compute_dtype)  # padded and reshaped as 0/1
+
+        # Window part: blocks of `window` queries against [previous block, own block] of keys.
+        pad_w = (-length) % window
+        blocks = (length + pad_w) // window
+
+        def blocked(x, fill):  # [B, L, ...] -> [B, nb, k, ...] (front-padded)
+            x = ops.pad(x, [(0, 0), (pad_w, 0)] + [(0, 0)] * (len(x.shape) - 2), constant_values=fill)
+            return ops.reshape(x, (batch, blocks, window) + tuple(x.shape[2:]))
+
+        def with_previous(x):  # [B, nb, k, ...] -> [B, nb, 2k, ...]
+            previous = ops.concatenate([ops.zeros_like(x[:, :1]), x[:, :-1]], axis=1)
+            return ops.concatenate([previous, x], axis=2)
+
+        qw = blocked(q, 0.0)
+        kw, vw = with_previous(blocked(k, 0.0)), with_previous(blocked(v, 0.0))
+        tq = blocked(times, 0.0)
+        tk = with_previous(tq)
+        valid_k = with_previous(blocked(valid, 0.0)) > 0.5  # [B, nb, 2k]
+        a = ops.arange(window, dtype="int32")[:, None]
+        c = ops.arange(2 * window, dtype="int32")[None, :]
+        offset = window + a - c  # i - j for query a of a block and key c of [previous, own]
+        band = ops.logical_and(offset >= 0, offset < window)  # [k, 2k]
+        allowed_w = ops.logical_and(band[None, None], valid_k[:, :, None, :])  # [B, nb, k, 2k]
+        block_start = ops.arange(blocks, dtype="int32")[:, None, None] * window
+        pos_q, pos_k = block_start + a[None], block_start - window + c[None]
+        bias_w = self.relative_bias(pos_q, pos_k, tq[..., None], tk[:, :, None, :])  # [B, nb, k, 2k]
+        logits_w = ops.einsum("bnqhd,bnkhd->bhnqk", qw, kw) * self._scale() + bias_w[:, None]
+        logits_w = ops.reshape(logits_w, (batch, heads, blocks * window, 2 * window))[:, :, pad_w:]
+        allowed_w = ops.reshape(allowed_w, (batch, 1, blocks * window, 2 * window))[:, :, pad_w:]
+
+        # Dilated part: residue classes i mod r, each a causal attention over n = L / r slots,
+        # keeping only i - j >= k (nearer keys belong to the window part).
+        pad_d = (-length) % r
+        n = (length + pad_d) // r
+
+        def strided(x, fill):  # [B, L, ...] -> [B, r, n, ...]
+            x = ops.pad(x, [(0, 0), (pad_d, 0)] + [(0, 0)] * (len(x.shape) - 2), constant_values=fill)
+            x = ops.reshape(x, (batch, n, r) + tuple(x.shape[2:]))
+            return ops.moveaxis(x, 2, 1)
+
+        qd, kd, vd = strided(q, 0.0), strided(k, 0.0), strided(v, 0.0)
+        td, valid_d = strided(times, 0.0), strided(valid, 0.0) > 0.5
+        m = ops.arange(n, dtype="int32")
+        far = (m[:, None] - m[None, :]) * r >= window  # [n, n]
+        allowed_d = ops.logical_and(far[None, None], valid_d[:, :, None, :])  # [B, r, n, n]
+        pos_d = m * r
+        bias_d = self.relative_bias(pos_d[:, None], pos_d[None, :], td[..., None], td[:, :, None, :])
+        logits_d = ops.einsum("brqhd,brkhd->bhrqk", qd, kd) * self._scale() + bias_d[:, None]
+
+        def to_query_order(x):  # [B, X, r, n, n] -> [B, X, L, n]
+            x = ops.moveaxis(x, 2, 3)
+            return ops.reshape(x, (batch, x.shape[1], n * r, n))[:, :, pad_d:]
+
+        logits = ops.concatenate([logits_w, to_query_order(logits_d)], axis=-1)
+        allowed = ops.concatenate([allowed_w, to_query_order(allowed_d[:, None])], axis=-1)
+        probs = _masked_softmax(logits, allowed)  # [B, H, L, 2k + n]
+        probs_w, probs_d = probs[..., : 2 * window], probs[..., 2 * window :]
+
+        probs_w = ops.pad(probs_w, [(0, 0), (0, 0), (pad_w, 0), (0, 0)])
+        probs_w = ops.reshape(probs_w, (batch, heads, blocks, window, 2 * window))
+        out_w = ops.einsum("bhnqk,bnkhd->bnqhd", probs_w, vw)
+        out_w = ops.reshape(out_w, (batch, blocks * window, heads, dh))[:, pad_w:]
+
+        probs_d = ops.pad(probs_d, [(0, 0), (0, 0), (pad_d, 0), (0, 0)])
+        probs_d = ops.moveaxis(ops.reshape(probs_d, (batch, heads, n, r, n)), 3, 2)  # [B, H, r, n, n]
+        out_d = ops.einsum("bhrqk,brkhd->brqhd", probs_d, vd)
+        out_d = ops.reshape(ops.moveaxis(out_d, 1, 2), (batch, n * r, heads, dh))[:, pad_d:]
+        return out_w + out_d
+
+    # ------------------------------------------------------------------ candidates
+    def candidate_context(self, keys, values, history_valid, history_times):
+        """What the candidates read from the history: keys, values, validity and times of the slots
+        position L may attend to. Identical for every candidate and every parallel pass."""
+        slots = ops.convert_to_tensor(self.candidate_slots, dtype="int32")
+        take = lambda x: ops.take(x, slots, axis=1)  # noqa: E731
+        return take(keys), take(values), take(history_valid), take(history_times)
+
+    def attend_candidates(self, candidates, context, candidate_times):
+        """Each candidate attends to the history context and itself: E_self [B, M, d]."""
+        keys, values, valid, times = context
+        q, k, v = (self._heads(candidates, w) for w in (self.query_kernel, self.key_kernel, self.value_kernel))
+        length = self.sequence_length
+        slots = ops.convert_to_tensor(self.candidate_slots, dtype="int32")
+        t_c = ops.cast(candidate_times, self.compute_dtype)
+        at_length = ops.convert_to_tensor(length, dtype="int32")
+        bias_h = self.relative_bias(at_length, slots[None, None, :], t_c[:, :, None], ops.cast(times, self.compute_dtype)[:, None, :])
+        bias_self = self.relative_bias(at_length, at_length, t_c, t_c)[..., None]  # [B, M, 1]
+        logits_h = ops.einsum("bmhd,bshd->bhms", q, keys) * self._scale() + bias_h[:, None]
+        logits_self = ops.moveaxis(ops.sum(q * k, axis=-1), 2, 1)[..., None] * self._scale() + bias_self[:, None]
+        allowed_h = ops.broadcast_to(valid[:, None, None, :], ops.shape(logits_h))
+        allowed = ops.concatenate([allowed_h, ops.ones_like(logits_self, dtype="bool")], axis=-1)
+        probs = _masked_softmax(ops.concatenate([logits_h, logits_self], axis=-1), allowed)
+        out = ops.einsum("bhms,bshd->bmhd", probs[..., :-1], values)
+        out = out + ops.moveaxis(probs[..., -1:], 1, 2) * v
+        return self._merge(out)
+
+    def call(self, history, candidates, history_valid, history_times, candidate_times):
+        """Returns (E_self of the history [B, L, d], E_self of the candidates [B, M, d])."""
+        history_valid = ops.cast(history_valid, "bool")
+        history_times = ops.cast(history_times, self.compute_dtype)
+        out_h, keys, values = self.attend_history(history, history_valid, history_times)
+        context = self.candidate_context(keys, values, history_valid, history_times)
+        return out_h, self.attend_candidates(candidates, context, candidate_times)
+
+    def compute_output_spec(self, history, candidates, *args):
+        return (
+            keras.KerasTensor(history.shape, dtype=self.compute_dtype),
+            keras.KerasTensor(candidates.shape, dtype=self.compute_dtype),
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "sequence_length": self.sequence_length,
+                "window_size": self.window_size,
+                "dilation": self.dilation,
+            }
+        )
+        return config

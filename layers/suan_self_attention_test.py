@@ -1,0 +1,150 @@
+import math
+
+import keras
+import numpy as np
+
+from tests.testing import TestCase
+from zoo.errors import ZooError
+from zoo.layers.suan_self_attention import SuanSelfAttention
+
+
+class LayerRunner:
+    """Builds `layer` on the arrays' shapes and runs it: eagerly under TensorFlow and torch, as one
+    compiled functional model under JAX (which would compile every eager op separately)."""
+
+    def __init__(self, layer, *arrays):
+        self.layer = layer
+        if keras.backend.backend() == "jax":
+            inputs = [keras.Input(shape=a.shape[1:], batch_size=a.shape[0], dtype=str(a.dtype)) for a in arrays]
+            self.model = keras.Model(inputs, layer(*inputs))
+        else:
+            self.model = None
+            layer(*arrays)
+
+    def __call__(self, *arrays):
+        if self.model is not None:
+            return self.model.predict_on_batch(list(arrays))
+        return keras.tree.map_structure(keras.ops.convert_to_numpy, self.layer(*arrays))
+
+
+def allowed_reference(length, m, valid, window=None, dilation=1):
+    """Brute-force §3.3.1 pattern over the target-aware sequence [L history slots, M candidates].
+
+    History query i sees history key j <= i that is not padding and, when sparse, lies in the local
+    window (i - j < k) or on the dilation grid ((i - j) mod r == 0). Every candidate sits at
+    position L, sees the history keys that position L may see, and itself.
+    """
+    n = length + m
+    allowed = np.zeros((n, n), bool)
+    for i in range(n):
+        p = min(i, length)
+        for j in range(length):
+            near = p - j < window if window else True
+            allowed[i, j] = valid[j] and p - j >= 0 and (near or (window and (p - j) % dilation == 0))
+        if i >= length:
+            allowed[i, i] = True
+    return allowed
+
+
+def attention_reference(x, positions, times, allowed, w, heads, w_pos, w_time, length):
+    """SUAN eq 3-6 for one row, with the eq 4 bias and a boolean mask; rows with no key give 0."""
+    q, k, v = x @ w[0], x @ w[1], x @ w[2]
+    n, d = x.shape
+    dh = d // heads
+    out = np.zeros((n, d))
+    for h in range(heads):
+        s = slice(h * dh, (h + 1) * dh)
+        logits = q[:, s] @ k[:, s].T / math.sqrt(dh)
+        for i in range(n):
+            for j in range(n):
+                gap = max(abs(times[i] - times[j]), 1.0)
+                bucket = min(max(int(math.log(gap) / 0.301), 0), 128)
+                logits[i, j] += w_pos[length + positions[j] - positions[i]] + w_time[bucket]
+        for i in range(n):
+            if allowed[i].any():
+                e = np.exp(logits[i][allowed[i]] - logits[i][allowed[i]].max())
+                out[i, s] = (e / e.sum()) @ v[allowed[i], s]
+    return out @ w[3]
+
+
+class SuanSelfAttentionTest(TestCase):
+    def make_inputs(self, length, m, d, seed=0, pad=2):
+        rng = np.random.RandomState(seed)
+        hist = rng.normal(size=(2, length, d)).astype("float32")
+        cand = rng.normal(size=(2, m, d)).astype("float32")
+        valid = np.ones((2, length), bool)
+        valid[1, :pad] = False  # left padding on row 1
+        hist_t = np.sort(rng.randint(0, 10**6, (2, length))).astype("float32")
+        cand_t = (hist_t[:, -1:] + rng.randint(0, 5000, (2, m))).astype("float32")
+        return hist, cand, valid, hist_t, cand_t
+
+    def set_random_weights(self, layer, d, length, seed=1):
+        rng = np.random.RandomState(seed)
+        w = [rng.normal(size=(d, d)).astype("float32") / math.sqrt(d) for _ in range(4)]
+        w_pos = rng.normal(size=2 * (length + 1) + 1).astype("float32")
+        w_time = rng.normal(size=129).astype("float32")
+        layer.set_weights(w + [w_pos, w_time])
+        return w, w_pos, w_time
+
+    def check_against_reference(self, length, m, window, dilation, heads=2, d=8):
+        hist, cand, valid, hist_t, cand_t = self.make_inputs(length, m, d, seed=length + m)
+        layer = SuanSelfAttention(heads, length, window_size=window, dilation=dilation)
+        run = LayerRunner(layer, hist, cand, valid, hist_t, cand_t)
+        w, w_pos, w_time = self.set_random_weights(layer, d, length)
+        out_h, out_c = run(hist, cand, valid, hist_t, cand_t)
+        positions = np.concatenate([np.arange(length), np.full(m, length)])
+        for b in range(2):
+            allowed = allowed_reference(length, m, valid[b], window, dilation)
+            x = np.concatenate([hist[b], cand[b]])
+            times = np.concatenate([hist_t[b], cand_t[b]]).astype("float64")
+            expected = attention_reference(x, positions, times, allowed, w, heads, w_pos, w_time, length)
+            msg = f"L={length} M={m} k={window} r={dilation} row {b}"
+            self.assertAllClose(out_h[b], expected[:length], atol=1e-4, msg=msg)
+            self.assertAllClose(out_c[b], expected[length:], atol=1e-4, msg=msg)
+
+    def test_layer_basics(self):
+        hist, cand, valid, hist_t, cand_t = self.make_inputs(6, 3, 8)
+        args = [hist, cand, valid, hist_t, cand_t]
+        layer = SuanSelfAttention(num_heads=2, sequence_length=6, window_size=2, dilation=2)
+        out_h, out_c = LayerRunner(layer, *args)(*args)
+        self.assertEqual((out_h.shape, out_c.shape), ((2, 6, 8), (2, 3, 8)))
+        clone = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(layer))
+        run = LayerRunner(clone, *args)
+        clone.set_weights(layer.get_weights())
+        self.assertAllClose(run(*args)[1], out_c)
+
+    def test_full_attention_matches_reference(self):
+        self.check_against_reference(length=6, m=3, window=None, dilation=1)
+
+    def test_sparse_attention_matches_brute_force_pattern(self):
+        for length, window, dilation, m in [(7, 2, 2, 3), (9, 3, 4, 1), (8, 1, 3, 2), (5, 2, 1, 4), (10, 4, 3, 2)]:
+            self.check_against_reference(length, m, window, dilation, heads=1 if length % 2 else 2)
+
+    def test_dilation_one_and_wide_window_is_full_attention(self):
+        hist, cand, valid, hist_t, cand_t = self.make_inputs(6, 2, 8)
+        args = [hist, cand, valid, hist_t, cand_t]
+        full = SuanSelfAttention(2, 6)
+        expected = LayerRunner(full, *args)(*args)
+        for window in (6, 2):  # k >= L; r = 1 with a short window (window + every farther key)
+            sparse = SuanSelfAttention(2, 6, window_size=window, dilation=1)
+            run = LayerRunner(sparse, *args)
+            sparse.set_weights(full.get_weights())
+            for a, b in zip(run(*args), expected):
+                self.assertAllClose(a, b, atol=1e-5)
+
+    def test_padding_query_outputs_zeros(self):
+        hist, cand, valid, hist_t, cand_t = self.make_inputs(6, 2, 8, pad=3)
+        args = [hist, cand, valid, hist_t, cand_t]
+        for window in (None, 2):
+            layer = SuanSelfAttention(2, 6, window_size=window, dilation=2 if window else 1)
+            out_h, out_c = LayerRunner(layer, *args)(*args)
+            self.assertAllClose(out_h[1, :3], np.zeros((3, 8)))
+            self.assertTrue(np.all(np.isfinite(np.asarray(out_c))))
+
+    def test_bad_arguments(self):
+        with self.assertRaises(ZooError):
+            SuanSelfAttention(2, 6, window_size=0, dilation=2)
+        with self.assertRaises(ZooError):
+            SuanSelfAttention(2, 6, dilation=2)
+        with self.assertRaises(ZooError):
+            SuanSelfAttention(3, 6)(*self.make_inputs(6, 1, 8))

@@ -1,0 +1,55 @@
+import numpy as np
+
+import zoo
+from tests.testing import TestCase, small_simulator
+from zoo.errors import ZooError
+from zoo.models.lightsuan import LightSUAN
+from zoo.models.suan_test import with_candidates
+
+SMALL = {"num_layers": 1, "num_heads": 2, "mlp_units": (8,), "dice_momentum": 0.9}
+
+
+class LightSUANTest(TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.simulator = small_simulator()
+        cls.features, cls.labels = cls.simulator.sample(8, seed=5)
+        cls.model = LightSUAN(cls.simulator.schema, window_size=2, dilation=3, parallel_candidates=3, **SMALL)
+
+    def test_parallel_passes_are_exact(self):
+        many = with_candidates(self.features, 7)  # ceil(7 / 3) = 3 passes, the last with 2 placeholders
+        alone = self.model.score_candidates(many, parallel_candidates=1, use_cache=False)
+        parallel = self.model.score_candidates(many, use_cache=False)
+        cached = self.model.score_candidates(many)
+        self.assertEqual(cached.shape, (8, 7))
+        self.assertAllClose(parallel, alone, atol=1e-5)
+        self.assertAllClose(cached, parallel, atol=1e-5)
+        self.assertAllClose(alone[:, :1], self.model.predict_on_batch(self.features), atol=1e-5)
+
+    def test_other_candidates_and_placeholders_never_change_a_score(self):
+        many = with_candidates(self.features, 3, seed=1)
+        other = with_candidates(self.features, 3, seed=2)  # candidates 1 and 2 differ
+        placeholders = dict(many)
+        for key in ("cand_item_id", "cand_category", "cand_time"):
+            placeholders[key] = many[key].copy()
+            placeholders[key][:, 1:] = 0
+        first = [self.model.score_candidates(f, use_cache=False)[:, 0] for f in (many, other, placeholders)]
+        self.assertGreater(np.abs(self.model.score_candidates(many)[:, 1:] - self.model.score_candidates(other)[:, 1:]).max(), 1e-6)
+        self.assertAllClose(first[1], first[0], atol=1e-6)
+        self.assertAllClose(first[2], first[0], atol=1e-6)
+
+    def test_trains_and_round_trips(self):
+        model = zoo.get("lightsuan", schema=self.simulator.schema, window_size=2, dilation=2, parallel_candidates=4, **SMALL)
+        model.compile(optimizer="adam", loss="binary_crossentropy")
+        history = model.fit(self.features, self.labels, epochs=1, batch_size=8, verbose=0)
+        self.assertTrue(np.isfinite(history.history["loss"][-1]))
+        restored = self.run_model_saving_test(model, self.features, self.get_temp_dir())
+        self.assertEqual((restored.window_size, restored.dilation, restored.parallel_candidates), (2, 2, 4))
+
+    def test_bad_arguments(self):
+        with self.assertRaisesRegex(ZooError, "parallel_candidates"):
+            LightSUAN(self.simulator.schema, parallel_candidates=0, **SMALL)
+        with self.assertRaisesRegex(ZooError, "window_size k and dilation r"):
+            LightSUAN(self.simulator.schema, window_size=2, dilation=0, **SMALL)
+        with self.assertRaisesRegex(ZooError, "parallel_candidates"):
+            self.model.score_candidates(self.features, parallel_candidates=-1)
