@@ -9,7 +9,7 @@ Each search key names one hyperparameter of the registered model and its candida
 | B | num_blocks | the divisors of num_layers (B = L allowed) | DeRes §3 |
 | r | dilation | 1, 2, 4, 8 | SUAN §3.3.1 (LightSUAN) |
 | k | window_size | 4, 8, 16, 32 (at most L) | SUAN §3.3.1 (LightSUAN) |
-| lambda | distillation_weight | 0.5, 1, 2, 4 | SUAN eq 17 |
+| lambda | distillation_weight | 0.5, 1, 2, 4 | SUAN eq 17 (the model is the student; trials train it with a SUAN teacher) |
 | lambda_seq | lambda_seq | 0.01, 0.05, 0.1, 0.3 | ReST §2.3 |
 | lambda_align | lambda_align | 0.01, 0.05, 0.1, 0.3 | ReST §2.3 |
 
@@ -55,7 +55,7 @@ class ZooHyperModel(keras_tuner.HyperModel):
         fixed: hyperparameters every trial shares.
     """
 
-    def __init__(self, model_name, schema, search, recipe="suan", fixed=None):
+    def __init__(self, model_name, schema, search, recipe="suan", fixed=None, teacher=None, temperature=2.0):
         super().__init__(name=model_name)
         entry = zoo.registry.entry(model_name)
         self.model_name = model_name
@@ -66,10 +66,15 @@ class ZooHyperModel(keras_tuner.HyperModel):
         defaults = _defaults(entry.cls)
         self.config = {**defaults, **self.fixed, "schema": self.schema}
         self.search = list(search)
+        self.teacher = dict(teacher or {})
+        self.temperature = temperature
         for key in self.search:
             if key not in SEARCH_SPACES:
                 raise ZooError(f"unknown search key '{key}' (keys: {', '.join(SEARCH_SPACES)})")
-            if SEARCH_SPACES[key][0] not in names:
+            if key == "lambda":
+                if "parallel_candidates" not in names:
+                    raise ZooError(f"lambda weights SUAN's distillation: the student must be lightsuan or distilsuan, not {model_name}")
+            elif SEARCH_SPACES[key][0] not in names:
                 raise ZooError(f"{model_name} has no hyperparameter {SEARCH_SPACES[key][0]} to search as {key}")
 
     def choices(self, hp):
@@ -81,7 +86,14 @@ class ZooHyperModel(keras_tuner.HyperModel):
         return chosen
 
     def build(self, hp):
-        model = zoo.get(self.model_name, schema=self.schema, **self.choices(hp))
+        chosen = self.choices(hp)
+        weight = chosen.pop("distillation_weight", None)
+        model = zoo.get(self.model_name, schema=self.schema, **chosen)
+        if "lambda" in self.search:
+            from zoo.recipes.distillation import OnlineDistillation
+
+            teacher = zoo.get("suan", schema=self.schema, **self.teacher)
+            model = OnlineDistillation(model, teacher, temperature=self.temperature, distillation_weight=weight)
         compile_for(model, self.recipe)
         return model
 
@@ -113,12 +125,13 @@ def tune(
     seed=0,
     verbose=0,
     callbacks=(),
+    teacher=None,
     **fixed,
 ):
     """Runs (or resumes) a KerasTuner search; returns the tuner (`tuner.get_best_hyperparameters()`)."""
     if tuner not in TUNERS:
         raise ZooError(f"unknown tuner '{tuner}' (tuners: {', '.join(TUNERS)})")
-    hypermodel = ZooHyperModel(model_name, schema, search, recipe=recipe, fixed=fixed)
+    hypermodel = ZooHyperModel(model_name, schema, search, recipe=recipe, fixed=fixed, teacher=teacher)
     objective = keras_tuner.Objective("val_auc", direction="max")
     options = dict(objective=objective, seed=seed, directory=str(directory), overwrite=overwrite)
     options["project_name"] = project_name or f"{model_name}_{'_'.join(search)}"
@@ -131,8 +144,10 @@ def tune(
 
 
 def save_best(search_tuner, directory):
-    """Saves the best trial's model as a preset (its hyperparameters recorded in metadata.json)."""
+    """Saves the best trial's model as a preset (its hyperparameters recorded in metadata.json); for a
+    distillation search, the student."""
     best = search_tuner.get_best_models(num_models=1)[0]
+    best = getattr(best, "student", best)
     trial = search_tuner.oracle.get_best_trials(1)[0]
     best.save_to_preset(
         directory,

@@ -41,6 +41,27 @@ class TuningTest(TestCase):
         with self.assertRaisesRegex(ZooError, "unknown search key 'Q'"):
             ZooHyperModel("deres_p", self.simulator.schema, ["Q"])
 
+    def test_r_k_and_lambda_search_lightsuan_and_its_distillation(self):
+        from zoo.recipes.distillation import OnlineDistillation
+
+        light = {k: v for k, v in SMALL["lightsuan"].items() if k not in ("window_size", "dilation")}
+        hypermodel = ZooHyperModel("lightsuan", self.simulator.schema, ["r", "k"], fixed=light)
+        hp = keras_tuner.HyperParameters()
+        chosen = hypermodel.choices(hp)
+        self.assertEqual(hp._hps["r"][0].values, [1, 2, 4, 8])
+        self.assertEqual(hp._hps["k"][0].values, [4, 8])  # windows up to L = 8
+        model = hypermodel.build(hp)
+        self.assertEqual((model.dilation, model.window_size), (chosen["dilation"], chosen["window_size"]))
+        distill = ZooHyperModel(
+            "lightsuan", self.simulator.schema, ["lambda"], fixed=SMALL["lightsuan"], teacher=SMALL["suan"]
+        )
+        hp = keras_tuner.HyperParameters()
+        model = distill.build(hp)
+        self.assertIsInstance(model, OnlineDistillation)
+        self.assertEqual(model.distillation_weight, hp.get("lambda"))
+        with self.assertRaisesRegex(ZooError, "student must be lightsuan or distilsuan"):
+            ZooHyperModel("suan", self.simulator.schema, ["lambda"])
+
     def test_two_trial_search_resumes_after_an_interruption_and_saves_the_best(self):
         directory = self.get_temp_dir()
         options = dict(schema=self.simulator.schema, search=["B"], max_trials=2, directory=directory, **self.fixed)

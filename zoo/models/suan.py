@@ -38,7 +38,7 @@ class _Scorer(keras.Model):
         self.part = part
 
     def call(self, inputs):
-        return self.suan._score_part(self.part, inputs)
+        return self.suan.score_part(self.part, inputs)
 
 
 class _ScorerCache:
@@ -97,7 +97,13 @@ class SuanFamily(ZooModel):
         """A functional model sharing this one's weights whose output is the logit z [B, M] (eq 1)."""
         return keras.Model(self.inputs, self.get_layer("logit").output, name=f"{self.name}_logit")
 
-    def _score_part(self, part, inputs):
+    def score_part(self, part, inputs):
+        """One part of the scoring graph, in keras.ops (usable inside any traced function, e.g. an export):
+
+            "full"        the contract inputs with M candidates -> pctr [B, M] (each candidate alone)
+            "history"     the contract inputs (any 1-candidate stand-in) -> the history cache (a flat dict)
+            "candidates"  the cache + cand_* [B, m2] + cand_time (other keys: 1-wide stand-ins) -> pctr [B, m2]
+        """
         embedded = self.get_layer("embedding")(inputs, training=False)
         encoder, mlp = self.get_layer("encoder"), self.get_layer("mlp")
         if part == "full":

@@ -141,3 +141,41 @@ class EncodeDecodeExportTest(TestCase):
         model = zoo.get("din", schema=simulator.schema, **SMALL["din"])
         with self.assertRaisesRegex(ZooError, "signature 'encode_decode' serves rest; din exports with serving_default"):
             zoo.export(model, Path(self.get_temp_dir()) / "1", signature="encode_decode")
+
+
+class ParallelCandidatesExportTest(TestCase):
+    def test_lightsuan_parallel_and_score_all_in_tf_only_process(self):
+        simulator = small_simulator()
+        config = dict(SMALL["lightsuan"], parallel_candidates=4, sample_rate=0.25)
+        model = zoo.get("lightsuan", schema=simulator.schema, **config)
+        features, _ = simulator.sample(2, seed=6)
+        many, _ = simulator.sample(14, seed=7)
+        m1 = 7  # two passes of m2 = 4, the second with one placeholder
+        request = dict(features)
+        request["cand_item_id"] = many["cand_item_id"].reshape(2, m1)
+        request["cand_category"] = many["cand_category"].reshape(2, m1)
+        request["cand_time"] = np.repeat(features["cand_time"], m1, axis=1)
+        expected = model.score_candidates(request, use_cache=False)  # [2, 7], each candidate scored alone
+        rectified = expected / (expected + (1 - expected) / 0.25)
+        first = {k: (v[:, :4] if k.startswith("cand_") else v) for k, v in request.items()}
+        path = Path(self.get_temp_dir()) / "lightsuan" / "1"
+        zoo.export(model, path, signature="parallel_candidates")
+        cases = {f"serving_default/in/{k}": v for k, v in first.items()}
+        cases.update({"serving_default/out/pctr": expected[:, :4], "serving_default/out/rectified_pctr": rectified[:, :4]})
+        cases.update({f"score_all/in/{k}": v for k, v in request.items()})
+        cases.update({"score_all/out/pctr": expected, "score_all/out/rectified_pctr": rectified})
+        report = serving_check(path, cases)
+        for name in ("serving_default", "score_all"):
+            self.assertEqual(report["signatures"][name]["outputs"], ["pctr", "rectified_pctr"])
+            for route in ("direct", "predict_request", "rest_json"):
+                self.assertLess(report["signatures"][name][route], 1e-5, (name, route))
+        shown = saved_model_cli(path)
+        default = shown.split("signature_def['serving_default']")[1]
+        self.assertIn("shape: (-1, 4)", default.split("inputs['cand_item_id']")[1])
+        self.assertIn("shape: (-1, -1)", shown.split("signature_def['score_all']")[1].split("inputs['cand_item_id']")[1])
+
+    def test_suan_has_no_parallel_signature(self):
+        simulator = small_simulator()
+        model = zoo.get("suan", schema=simulator.schema, **SMALL["suan"])
+        with self.assertRaisesRegex(ZooError, "serves lightsuan and distilsuan; suan exports with serving_default"):
+            zoo.export(model, Path(self.get_temp_dir()) / "1", signature="parallel_candidates")
