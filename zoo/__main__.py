@@ -88,7 +88,7 @@ def _data(args, split, rows):
         from zoo.datasets import BehaviourSimulator
 
         simulator = BehaviourSimulator(seed=args.seed)
-        seed = {"train": 1, "valid": 2, "test": 3}[split] + args.seed
+        seed = {"train": 1, "validation": 2, "test": 3}[split] + args.seed
         return simulator.dataset(rows, batch_size=args.batch_size, seed=seed, shuffle=split == "train"), simulator.schema
     from zoo import datasets
     from zoo.errors import ZooError
@@ -107,7 +107,7 @@ def _fit(args):
     import zoo
 
     train, schema = _data(args, "train", args.rows)
-    val, _ = _data(args, "valid", max(args.rows // 5, 1))
+    val, _ = _data(args, "validation", max(args.rows // 5, 1))
     overrides = dict(args.set or [])
     model = zoo.get(args.model, schema=schema, **overrides)
     recipe_overrides = {"epochs": args.epochs} if args.epochs else {}
@@ -140,7 +140,7 @@ def _tune(args):
     import zoo
 
     train, schema = _data(args, "train", args.rows)
-    val, _ = _data(args, "valid", max(args.rows // 5, 1))
+    val, _ = _data(args, "validation", max(args.rows // 5, 1))
     tuner = zoo.recipes.tune(
         args.model, train, val, schema=schema, search=args.search, tuner=args.tuner, max_trials=args.max_trials,
         epochs=args.epochs or 1, directory=args.dir, recipe=args.recipe, **dict(args.set or []),
