@@ -54,15 +54,17 @@ def _demo(args):
     print("[5/5] scoring a request: one user, five candidates")
     features, _ = simulator.sample(1, seed=args.seed + 3)
     request = {k: np.repeat(v, 5, axis=0) for k, v in features.items()}
-    recent = features["hist_category"][0][features["hist_category"][0] > 0][-3:]
-    categories = np.array([recent[-1], recent[0], 1, 2, 3], "int32")
+    history = features["hist_category"][0][features["hist_category"][0] > 0]
+    recent = list(dict.fromkeys(history[::-1].tolist()))  # distinct categories, most recent first
+    unseen = [c for c in range(1, simulator.num_categories + 1) if c not in recent]
+    categories = np.array((recent[:2] + unseen)[:5], "int32")
     request["cand_category"] = categories[:, None]
     request["cand_item_id"] = np.array(
         [simulator.items_by_category[c][0] for c in categories], "int32"
     )[:, None]
     scores = restored.score(request)
     same = np.abs(scores - model.predict(request, verbose=0)).max()
-    print(f"      the user's last categories: {recent.tolist()}")
+    print(f"      the user's recent categories, newest first: {recent[:5]}")
     for item, category, pctr in zip(request["cand_item_id"][:, 0], categories, scores[:, 0]):
         print(f"      candidate item {item:5d} (category {category:3d}): pctr {pctr:.4f}")
     print(f"      reloaded preset agrees with the trained model within {same:.1e}")
