@@ -26,7 +26,7 @@ def evaluate(model, dataset, *, report_path=None, plots_dir=None, history=None, 
     """AUC, LogLoss, GAUC (when rows carry `user_key`) and RelaImpr (given the base model's AUC).
 
     Writes a JSON report to `report_path` and, in `plots_dir`, the training curves (given the fit's
-    `history`) and, for models that report their DeRes connector (`model.connector_statistics`), the
+    `history`) and, for models that report their DeRes connector (`model.introspect`), the
     alpha heat map and gamma per layer. Returns the report dict.
     """
     labels, scores, users = predict_rows(model, dataset, user_key)
@@ -51,15 +51,15 @@ def evaluate(model, dataset, *, report_path=None, plots_dir=None, history=None, 
         if history:
             plots.training_curves(history, plots_dir / "training_curves.png")
             figures.append("training_curves.png")
-        statistics = getattr(model, "connector_statistics", None)
+        statistics = getattr(model, "introspect", None)
         if statistics is not None:
             features, _ = next(iter(dataset.as_numpy_iterator()))
             stats = statistics(features)
             report["connector"] = {k: np.asarray(v).tolist() for k, v in stats.items()}
-            if "alpha" in stats:
+            if stats.get("alpha") is not None:
                 plots.alpha_heatmap(stats["alpha"], plots_dir / "alpha_heatmap.png")
                 figures.append("alpha_heatmap.png")
-            if "gamma_mean" in stats:
+            if stats.get("gamma_mean") is not None:
                 plots.gate_per_layer(stats["gamma_mean"], plots_dir / "gamma_per_layer.png")
                 figures.append("gamma_per_layer.png")
         report["figures"] = figures

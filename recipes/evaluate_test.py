@@ -28,3 +28,15 @@ class EvaluateTest(TestCase):
         clipped = np.clip(scores, 1e-7, 1 - 1e-7)
         y = labels.reshape(-1)
         self.assertAlmostEqual(report["logloss"], -np.mean(y * np.log(clipped) + (1 - y) * np.log(1 - clipped)), places=5)
+
+    def test_deres_connector_figures(self):
+        from tests.model_configs import SMALL
+
+        simulator = small_simulator()
+        data = simulator.dataset(16, batch_size=16, seed=3, shuffle=False)
+        model = zoo.get("deres_p", schema=simulator.schema, **SMALL["deres_p"])
+        directory = Path(self.get_temp_dir())
+        report = evaluate(model, data, plots_dir=directory)
+        self.assertEqual(sorted(report["figures"]), ["alpha_heatmap.png", "gamma_per_layer.png"])
+        self.assertEqual(len(report["connector"]["gamma_mean"]), SMALL["deres_p"]["num_layers"])
+        self.assertTrue((directory / "alpha_heatmap.png").stat().st_size > 1000)
