@@ -30,7 +30,7 @@ def _head_context(embedded):
 
 class _Scorer(keras.Model):
     """Runs one part of a SUAN model ("full", "history" or "candidates") so that `predict_on_batch`
-    compiles it (tf.function / jax.jit / torch) like any model."""
+    compiles it with the backend's own compiler, like any model."""
 
     def __init__(self, suan, part, **kwargs):
         super().__init__(**kwargs)
