@@ -129,9 +129,9 @@ def _evaluate(args):
     import json
 
     import zoo
-    from zoo.serving.export import _preset_of
+    from zoo.registry import preset_directory
 
-    model = zoo.load(_preset_of(args.preset))
+    model = zoo.load(preset_directory(args.preset))
     data, _ = _data(args, "test", args.rows)
     report = zoo.recipes.evaluate(model, data, report_path=args.report, plots_dir=args.plots)
     print(json.dumps({k: v for k, v in report.items() if k in ("model", "rows", "auc", "logloss", "gauc")}, indent=2))

@@ -61,6 +61,12 @@ def save(model, directory, *, metadata=None, weights=True):
     (directory / METADATA).write_text(json.dumps(info, indent=2))
 
 
+def _first_line(error):
+    """The first line of an exception's message (Keras errors run to many lines), or its type."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 def _read_json(path):
     if not path.is_file():
         raise ZooError(f"{path}: missing")
@@ -101,8 +107,7 @@ def build(entry, config, *, source):
     except ZooError as error:
         raise ZooError(f"{source}: {error}") from None
     except (TypeError, ValueError, KeyError) as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ZooError(f"{source}: invalid configuration for '{entry.name}': {first}") from None
+        raise ZooError(f"{source}: invalid configuration for '{entry.name}': {_first_line(error)}") from None
 
 
 def load_weights_file(model, path):
@@ -114,8 +119,7 @@ def load_weights_file(model, path):
     except OSError as error:
         raise ZooError(f"{path}: not a readable HDF5 weights file ({str(error).splitlines()[0]})") from None
     except (ValueError, KeyError, TypeError) as error:
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ZooError(f"{path}: weights do not fit the config ({first})") from None
+        raise ZooError(f"{path}: weights do not fit the config ({_first_line(error)})") from None
 
 
 def load(directory):

@@ -3,6 +3,7 @@
 import dataclasses
 import difflib
 import json
+import os
 from pathlib import Path
 
 from zoo.errors import ZooError
@@ -51,6 +52,20 @@ def shipped_preset(name):
 
     path = Path(zoo.saved.__file__).parent / name
     return path if (path / "config.json").is_file() else None
+
+
+def preset_directory(name_or_dir):
+    """A preset directory given as a path, or the shipped preset of a registered name."""
+    path = Path(name_or_dir)
+    if path.is_dir():
+        return path
+    if os.sep in str(name_or_dir) or str(name_or_dir).startswith("."):
+        raise ZooError(f"{name_or_dir}: no such preset directory")
+    entry(str(name_or_dir))  # an unknown name lists the known ones
+    preset = shipped_preset(str(name_or_dir))
+    if preset is None:
+        raise ZooError(f"model '{name_or_dir}' ships no preset")
+    return preset
 
 
 def list_models():

@@ -9,6 +9,7 @@ from pathlib import Path
 import keras
 
 from zoo.errors import ZooError
+from zoo.registry import preset_directory
 
 
 def _signature_builders():
@@ -41,21 +42,6 @@ def _check_target(path):
     return path
 
 
-def _preset_of(name_or_dir):
-    from zoo.registry import entry, shipped_preset
-
-    path = Path(name_or_dir)
-    if path.is_dir():
-        return path
-    if os.sep in str(name_or_dir) or str(name_or_dir).startswith("."):
-        raise ZooError(f"{name_or_dir}: no such preset directory")
-    entry(str(name_or_dir))  # an unknown name lists the known ones
-    preset = shipped_preset(str(name_or_dir))
-    if preset is None:
-        raise ZooError(f"model '{name_or_dir}' ships no preset to export")
-    return preset
-
-
 def export(model_or_preset, path, signature="serving_default", **options):
     """Writes a SavedModel for TF Serving.
 
@@ -79,7 +65,7 @@ def export(model_or_preset, path, signature="serving_default", **options):
     if isinstance(model_or_preset, keras.Model):
         model = model_or_preset
     else:
-        preset = _preset_of(model_or_preset)
+        preset = preset_directory(model_or_preset)
         from zoo.presets import read_metadata
 
         if read_metadata(preset).get("weights_sha256") is None:
