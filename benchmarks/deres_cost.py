@@ -5,7 +5,9 @@
 
 Both variants are the connector alone (layers/deres.py with paths="dual", weighting="silu" vs
 paths="residual-only") over n random tokens of width d, under a mean-pool + Dense(1) head, trained
-with binary cross-entropy by `train_on_batch` (same backend, same process). FLOPs are an analytic
+with binary cross-entropy by `train_on_batch` (same backend, same process). A third variant, the
+two budget-matched half-width paths with a plain residual each and no connector, splits DeRes'
+step time into the cost of the path split (2 paths / res) and the connector's own (DeRes / 2 paths). FLOPs are an analytic
 count of the multiply-adds each variant's code performs per row (x2), matrix products and DeRes'
 block weighting, gate and fusion; LayerNorm, softmax and GELU (the same for both up to d/2 vs d
 vectors) are left out. The paper's goal: at most +5% FLOPs, +7% parameters, +10% step time
@@ -17,8 +19,10 @@ import time
 
 import keras
 import numpy as np
+from keras import ops
 
 from zoo.layers.deres import DeRes
+from zoo.layers.deres_transformer_layer import DeResTransformerLayer
 
 
 def layer_macs(n, w, heads, key_dim, ffn_units):
@@ -32,25 +36,55 @@ def residual_only_macs(n, d, L, heads):
 
 
 def deres_macs(n, d, L, B, heads):
-    """Two half-width paths + per layer: RMSNorm, logits and weighted sum over the S_l sources (eq 4-5,
-    three n*w*S_l products), the gate W_g [r; d] (n * d * d/2) and the fusion (3 n d/2); then the
-    d/2 -> d output projection."""
+    """Two half-width paths (heads / 2 heads of d / heads channels each, FFN 5d) + per layer: the
+    logits and the weighted sum over the S_l sources (eq 4-5, two n*w*S_l products), each block's
+    RMS once when it is written or the partial block's when there is one (n*w per layer), the
+    gate W_g [r; d] (n * d * d/2) and the fusion (3 n d/2); then the d/2 -> d output projection."""
     w = d // 2
     per_block = L // B
-    total = 0
+    total = n * w  # RMS of B_0 = d_0
     for l in range(1, L + 1):
-        sources = 1 + l // per_block + (1 if l % per_block else 0)
-        total += 2 * layer_macs(n, w, heads, d // (2 * heads), 5 * d)
-        total += 3 * n * w * sources + n * d * w + 3 * n * w
+        partial = 1 if l % per_block else 0
+        sources = 1 + l // per_block + partial
+        total += 2 * layer_macs(n, w, heads // 2, d // heads, 5 * d)
+        total += 2 * n * w * sources + n * w + n * d * w + 3 * n * w  # one RMS: the new block's or the partial's
     return total + n * w * d
 
 
-def connector_model(d, n, **deres):
+class TwoPathsNoConnector(keras.layers.Layer):
+    """DeRes' two half-width paths (the same grouped sublayers) with a plain residual on each and
+    no block attention, gate or projection: separates the cost of splitting the layer into two
+    budget-matched paths from the cost of the connector itself."""
+
+    def __init__(self, num_layers, num_heads, **kwargs):
+        super().__init__(**kwargs)
+        self.num_layers, self.num_heads = num_layers, num_heads
+
+    def build(self, x_shape):
+        d = x_shape[-1]
+        self.path_layers = [
+            DeResTransformerLayer(self.num_heads // 2, d // self.num_heads, 5 * d, groups=2) for _ in range(self.num_layers)
+        ]
+        for layer in self.path_layers:
+            layer.build(tuple(x_shape[:-1]) + (d // 2,))
+
+    def call(self, x):
+        w = ops.shape(x)[-1] // 2
+        paths = ops.stack([x[..., :w], x[..., w:]], axis=0)
+        for layer in self.path_layers:
+            paths = paths + layer(paths)
+        return ops.concatenate([paths[0], paths[1]], axis=-1)
+
+
+def connector_model(d, n, jit_compile, **deres):
     tokens = keras.Input((n, d))
-    encoded = DeRes(**deres, name="connector")(tokens)
+    if deres.pop("connector", True):
+        encoded = DeRes(**deres, name="connector")(tokens)
+    else:
+        encoded = TwoPathsNoConnector(deres["num_layers"], deres["num_heads"], name="connector")(tokens)
     logit = keras.layers.Dense(1)(keras.ops.mean(encoded, axis=1))
     model = keras.Model(tokens, keras.layers.Activation("sigmoid")(logit))
-    model.compile(optimizer="adam", loss="binary_crossentropy")
+    model.compile(optimizer="adam", loss="binary_crossentropy", jit_compile=jit_compile)
     return model
 
 
@@ -63,14 +97,15 @@ def step_time(model, x, y, steps):
     return (time.perf_counter() - start) / steps
 
 
-def compare(L, d, B, heads, n, batch, steps, rng):
+def compare(L, d, B, heads, n, batch, steps, rng, jit_compile):
     x = rng.normal(size=(batch, n, d)).astype("float32")
     y = (rng.random((batch, 1)) < 0.5).astype("float32")
-    res = connector_model(d, n, num_layers=L, num_heads=heads, num_blocks=1, paths="residual-only")
-    dual = connector_model(d, n, num_layers=L, num_heads=heads, num_blocks=B, weighting="silu")
+    res = connector_model(d, n, jit_compile, num_layers=L, num_heads=heads, num_blocks=1, paths="residual-only")
+    dual = connector_model(d, n, jit_compile, num_layers=L, num_heads=heads, num_blocks=B, weighting="silu")
+    split = connector_model(d, n, jit_compile, num_layers=L, num_heads=heads, connector=False)
     params = [m.get_layer("connector").count_params() for m in (res, dual)]
     flops = [2 * residual_only_macs(n, d, L, heads), 2 * deres_macs(n, d, L, B, heads)]
-    times = [step_time(m, x, y, steps) for m in (res, dual)]
+    times = [step_time(m, x, y, steps) for m in (res, dual, split)]
     return params, flops, times
 
 
@@ -83,21 +118,26 @@ def main(argv=None):
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--layers", type=int, nargs="*", default=[4, 8, 12, 16], help="the L sweep")
+    parser.add_argument("--jit", choices=["auto", "on", "off"], default="auto",
+                        help="the train step's jit_compile (auto: Keras' default, XLA for JAX, none on a TF CPU)")
     args = parser.parse_args(argv)
+    jit_compile = {"auto": "auto", "on": True, "off": False}[args.jit]
     rng = np.random.default_rng(0)
     print(
         f"backend {keras.backend.backend()}, d = {args.width}, heads = {args.heads}, n = {args.tokens} tokens, "
-        f"batch {args.batch}, {args.steps} timed steps"
+        f"batch {args.batch}, {args.steps} timed steps, jit_compile {args.jit}"
     )
     print(f"{'L':>3} {'B':>3} | {'params res':>11} {'DeRes-P':>11} {'ratio':>7} | {'GFLOPs/row res':>14} "
-          f"{'DeRes-P':>8} {'ratio':>7} | {'step ms res':>11} {'DeRes-P':>8} {'ratio':>7}")
+          f"{'DeRes-P':>8} {'ratio':>7} | {'step ms res':>11} {'DeRes-P':>8} {'ratio':>7} | "
+          f"{'2 paths':>8} {'/res':>6} {'DeRes/2 paths':>13}")
     runs = [(8, args.blocks)] + [(L, L) for L in args.layers if (L, L) != (8, args.blocks)]
     for L, B in runs:
-        params, flops, times = compare(L, args.width, B, args.heads, args.tokens, args.batch, args.steps, rng)
+        params, flops, times = compare(L, args.width, B, args.heads, args.tokens, args.batch, args.steps, rng, jit_compile)
         print(
             f"{L:>3} {B:>3} | {params[0]:>11,} {params[1]:>11,} {params[1] / params[0]:>7.3f} | "
             f"{flops[0] / 1e9:>14.4f} {flops[1] / 1e9:>8.4f} {flops[1] / flops[0]:>7.3f} | "
-            f"{1e3 * times[0]:>11.1f} {1e3 * times[1]:>8.1f} {times[1] / times[0]:>7.3f}",
+            f"{1e3 * times[0]:>11.1f} {1e3 * times[1]:>8.1f} {times[1] / times[0]:>7.3f} | "
+            f"{1e3 * times[2]:>8.1f} {times[2] / times[0]:>6.3f} {times[1] / times[2]:>13.3f}",
             flush=True,
         )
 

@@ -49,15 +49,19 @@ class DeRes(keras.layers.Layer):
       AttnRes alone (B_0 = X^(0)); they have no gate and no output projection.
     - Budget: the full-width layer (paths="residual-only") has num_heads heads of d / num_heads
       channels and an FFN of 4d hidden units: 12 d^2 weights, 12 n d^2 + 2 n^2 d multiply-adds.
-      Each half-width path layer has num_heads heads of d / (2 num_heads) channels and an FFN of
-      5d hidden units, so the two paths together hold exactly the weights and multiply-adds of one
-      full-width layer (Proposition 1: "same parameter budget"; §complexity: "total parameters
-      comparable to the baseline") and DeRes' overhead is the connector's own: W_g, w_l, the block
-      weights and the output projection (benchmarks/deres_cost.py counts it).
+      The dual paths split the heads: each half-width path layer has num_heads / 2 heads of the same
+      d / num_heads channels and an FFN of 5d hidden units, so the two paths together hold exactly
+      the weights and multiply-adds of one full-width layer (Proposition 1: "same parameter budget";
+      §complexity: "total parameters comparable to the baseline") and DeRes' overhead is the
+      connector's own: W_g, w_l, the block weights and the output projection
+      (benchmarks/deres_cost.py counts it). Layer l's two path sublayers run as one grouped layer
+      (DeResTransformerLayer with groups=2), so a DeRes step issues the baseline's matrix products.
+    - The block weights need RMSNorm(B_b) only through w_l . RMSNorm(B_b) = (w_l . B_b) / RMS(B_b):
+      each block's per-token RMS is computed once, when the block is written, not once per layer.
 
     Args:
         num_layers: L.
-        num_heads: attention heads of every Transformer layer.
+        num_heads: attention heads of every layer (dual paths: num_heads / 2 per path; must be even).
         num_blocks: B, the number of blocks (a divisor of L; B = L makes every layer a block).
         weighting: "silu" (DeRes-P, eq 8), "softmax" (DeRes-S, eq 4) or "relu".
         fusion: "gated" (eq 6-7) or "additive".
@@ -106,8 +110,7 @@ class DeRes(keras.layers.Layer):
         self.paths = paths
         self.feed = feed
         self.residual_matrix = residual_matrix
-        self.residual_layers = []
-        self.attnres_layers = []
+        self.path_layers = []
         self.block_attentions = []
         self.gates = []
         self.residual_matrices = []
@@ -123,37 +126,34 @@ class DeRes(keras.layers.Layer):
 
     def build(self, x_shape, valid_shape=None):
         d = x_shape[-1]
+        L = self.num_layers
         if self.paths == "dual":
-            if d % (2 * self.num_heads):
+            if self.num_heads % 2 or d % self.num_heads:
                 raise ZooError(
-                    f"DeRes width d = {d} must be divisible by 2 * num_heads = {2 * self.num_heads}: "
-                    "each path carries d/2 channels split over the heads"
+                    f"DeRes with dual paths splits the heads between the paths: num_heads = {self.num_heads} must "
+                    f"be even and divide the width d = {d}"
                 )
             width = d // 2
-            sublayer = dict(num_heads=self.num_heads, key_dim=d // (2 * self.num_heads), ffn_units=5 * d)
+            sublayer = dict(num_heads=self.num_heads // 2, key_dim=d // self.num_heads, ffn_units=5 * d, groups=2)
         else:
             if d % self.num_heads:
                 raise ZooError(f"DeRes width d = {d} is not divisible by num_heads = {self.num_heads}")
             width = d
             sublayer = dict(num_heads=self.num_heads, key_dim=d // self.num_heads, ffn_units=4 * d)
         path_shape = tuple(x_shape[:-1]) + (width,)
-        L = self.num_layers
-        if self.has_identity_path:
-            self.residual_layers = [DeResTransformerLayer(**sublayer, name=f"residual_layer_{l}") for l in range(1, L + 1)]
-            for layer in self.residual_layers:
-                layer.build(path_shape)
-            if self.residual_matrix == "learnable":
-                self.residual_matrices = [
-                    self.add_weight(shape=(width, width), initializer="identity", name=f"residual_matrix_{l}")
-                    for l in range(1, L + 1)
-                ]
+        self.path_layers = [DeResTransformerLayer(**sublayer, name=f"layer_{l}") for l in range(1, L + 1)]
+        for layer in self.path_layers:
+            layer.build(path_shape)
+        if self.residual_matrix == "learnable":
+            self.residual_matrices = [
+                self.add_weight(shape=(width, width), initializer="identity", name=f"residual_matrix_{l}")
+                for l in range(1, L + 1)
+            ]
         if self.has_attnres_path:
-            self.attnres_layers = [DeResTransformerLayer(**sublayer, name=f"attnres_layer_{l}") for l in range(1, L + 1)]
             self.block_attentions = [
                 DeResBlockAttention(self.weighting, name=f"block_attention_{l}") for l in range(1, L + 1)
             ]
-            for layer, attention in zip(self.attnres_layers, self.block_attentions):
-                layer.build(path_shape)
+            for attention in self.block_attentions:
                 attention.build((None, None, None, width))
         if self.paths == "dual":
             if self.fusion == "gated":
@@ -165,20 +165,29 @@ class DeRes(keras.layers.Layer):
         self.built = True
 
     # ------------------------------------------------------------------ the two paths
-    def _identity_step(self, l, r, valid):
-        """Eq 2: r_l = H_l r_{l-1} + f^res_l(r_{l-1}), H_l = I unless residual_matrix='learnable'."""
-        carried = r if not self.residual_matrices else ops.matmul(r, ops.transpose(self.residual_matrices[l]))
-        return carried + self.residual_layers[l](r, valid=valid)
+    def _carry(self, l, r):
+        """Eq 2's carried term: r_{l-1}, or H_l r_{l-1} when residual_matrix='learnable'."""
+        return r if not self.residual_matrices else ops.matmul(r, ops.transpose(self.residual_matrices[l]))
 
-    def _attnres_step(self, l, d, blocks, acc, valid):
-        """Eq 3-5 for layer l (0-based): updates the block buffer and returns d_l, alpha_l, acc."""
-        acc = self.attnres_layers[l](d, valid=valid) + (0.0 if acc is None else acc)
+    def _attnres_step(self, l, branch, state):
+        """Eq 3-5 for layer l (0-based), given g_l(d_{l-1}): updates the block buffer, returns (d_l, alpha_l).
+
+        `state` holds the completed blocks, their per-token 1/RMS (computed once per block, since
+        w . RMSNorm(B_b) = (w . B_b) / RMS(B_b)) and the running sum acc of the current block.
+        """
+        attention = self.block_attentions[l]
+        acc = branch if state["acc"] is None else state["acc"] + branch
         if (l + 1) % (self.num_layers // self.num_blocks) == 0:
-            blocks = blocks + [acc]
+            state["blocks"].append(acc)
+            state["scales"].append(attention.inverse_rms(acc))
             acc = None
-        sources = ops.stack(blocks if acc is None else blocks + [acc], axis=2)  # [B, n, S, w]
-        alpha = self.block_attentions[l](sources)  # [B, n, S]
-        return ops.einsum("bns,bnsw->bnw", alpha, sources), alpha, blocks, acc
+        state["acc"] = acc
+        blocks, scales = state["blocks"], state["scales"]
+        if acc is not None:
+            blocks, scales = blocks + [acc], scales + [attention.inverse_rms(acc)]
+        sources = ops.stack(blocks, axis=2)  # [B, n, S, w]
+        alpha = attention(sources, ops.stack(scales, axis=2))  # [B, n, S]
+        return ops.einsum("bns,bnsw->bnw", alpha, sources), alpha
 
     def _forward(self, x, valid):
         """Returns (output [B, n, d], alphas: L x [B, n, S_l], gammas: L x [B, n, d/2])."""
@@ -186,20 +195,23 @@ class DeRes(keras.layers.Layer):
         if self.paths == "residual-only":
             r = x
             for l in range(self.num_layers):
-                r = self._identity_step(l, r, valid)
+                r = self._carry(l, r) + self.path_layers[l](r, valid=valid)
             return r, alphas, gammas
+        attention = self.block_attentions[0]
         if self.paths == "attnres-only":
-            d, blocks, acc = x, [x], None
+            d, state = x, {"blocks": [x], "scales": [attention.inverse_rms(x)], "acc": None}
             for l in range(self.num_layers):
-                d, alpha, blocks, acc = self._attnres_step(l, d, blocks, acc, valid)
+                d, alpha = self._attnres_step(l, self.path_layers[l](d, valid=valid), state)
                 alphas.append(alpha)
             return d, alphas, gammas
         width = ops.shape(x)[-1] // 2
         r, d = x[..., :width], x[..., width:]
-        fused, blocks, acc = r, [d], None
+        fused, state = r, {"blocks": [d], "scales": [attention.inverse_rms(d)], "acc": None}
         for l in range(self.num_layers):
-            r = self._identity_step(l, fused if self.feed == "fused" else r, valid)
-            d, alpha, blocks, acc = self._attnres_step(l, d, blocks, acc, valid)
+            source = fused if self.feed == "fused" else r
+            branches = self.path_layers[l](ops.stack([source, d], axis=0), valid=valid)  # both paths at once
+            r = self._carry(l, source) + branches[0]
+            d, alpha = self._attnres_step(l, branches[1], state)
             alphas.append(alpha)
             if self.fusion == "gated":
                 gamma = self.gates[l](r, d)

@@ -28,7 +28,9 @@ class DeResBlockAttention(keras.layers.Layer):
         weighting: "softmax", "silu" or "relu".
         epsilon: RMSNorm epsilon.
     Call:
-        blocks [B, n, S, w] (the S blocks available to layer l) -> alpha [B, n, S].
+        blocks [B, n, S, w] (the S blocks available to layer l), optionally their per-token
+        `inverse_rms` [B, n, S] (from `inverse_rms`, so a connector computes it once per block)
+        -> alpha [B, n, S].
     """
 
     def __init__(self, weighting="silu", epsilon=1e-6, **kwargs):
@@ -38,7 +40,7 @@ class DeResBlockAttention(keras.layers.Layer):
         self.weighting = weighting
         self.epsilon = epsilon
 
-    def build(self, blocks_shape):
+    def build(self, blocks_shape, inverse_rms_shape=None):
         width = blocks_shape[-1]
         self.query = self.add_weight(
             shape=(width,),
@@ -47,16 +49,21 @@ class DeResBlockAttention(keras.layers.Layer):
         )
         self.built = True
 
-    def call(self, blocks):
-        keys = blocks * ops.rsqrt(ops.mean(ops.square(blocks), axis=-1, keepdims=True) + self.epsilon)
-        logits = ops.einsum("bnsw,w->bns", keys, self.query)
+    def inverse_rms(self, block):
+        """1 / sqrt(mean(v^2) + eps) per token of a block [B, n, w] -> [B, n]."""
+        return ops.rsqrt(ops.mean(ops.square(block), axis=-1) + self.epsilon)
+
+    def call(self, blocks, inverse_rms=None):
+        if inverse_rms is None:
+            inverse_rms = self.inverse_rms(blocks)
+        logits = ops.einsum("bnsw,w->bns", blocks, self.query) * inverse_rms  # w . RMSNorm(B_b)
         if self.weighting == "softmax":
             return ops.softmax(logits, axis=-1)
         if self.weighting == "silu":
             return ops.silu(logits)
         return ops.relu(logits)
 
-    def compute_output_shape(self, blocks_shape):
+    def compute_output_shape(self, blocks_shape, inverse_rms_shape=None):
         return tuple(blocks_shape[:-1])
 
     def get_config(self):

@@ -40,6 +40,16 @@ class DeResBlockAttentionTest(TestCase):
             alpha = layer_with_query(weighting, w)(blocks)
             self.assertAllClose(alpha, reference_alpha(blocks, w, weighting), atol=1e-5, msg=weighting)
 
+    def test_cached_inverse_rms_gives_the_same_weights(self):
+        # A connector passes each block's 1 / RMS, computed once when the block is written.
+        rng = np.random.default_rng(5)
+        blocks = rng.normal(size=(2, 3, 4, 6)).astype("float32") * rng.uniform(0.5, 3.0, (2, 3, 4, 1)).astype("float32")
+        w = rng.normal(size=6).astype("float32")
+        layer = layer_with_query("silu", w)
+        scales = np.stack([to_numpy(layer.inverse_rms(blocks[:, :, s])) for s in range(4)], axis=2)
+        self.assertAllClose(scales, 1.0 / np.sqrt(np.mean(blocks**2, axis=-1) + 1e-6), rtol=1e-5)
+        self.assertAllClose(layer(blocks, scales), reference_alpha(blocks, w, "silu"), atol=1e-5)
+
     def test_pointwise_weights_are_independent_and_can_be_negative(self):
         # Three blocks: B_0 and B_1 both aligned with w_l, B_2 opposed to it (DeRes "Pointwise AttnRes").
         w = np.array([3.0, 0.0, 0.0, 0.0], "float32")

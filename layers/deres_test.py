@@ -1,6 +1,7 @@
 import keras
 import numpy as np
 
+from tests.references import deres_layer_branch
 from tests.testing import TestCase, to_numpy
 from zoo.errors import ZooError
 from zoo.layers.deres import DeRes
@@ -48,9 +49,17 @@ def weigh(logits, weighting):
     return np.maximum(logits, 0.0)
 
 
-def branch(sublayer, v, valid):
-    """TransformerLayer_l(v) of Algorithm 1: the layer's residual branch (tested on its own)."""
-    return to_numpy(sublayer(v.astype("float32"), valid=valid)).astype("float64")
+IDENTITY, ATTNRES = 0, 1  # the paths' groups in a dual DeRes layer's grouped sublayers
+
+
+def branch(layer, l, v, valid, path=IDENTITY):
+    """TransformerLayer_l(v) of Algorithm 1 for one path, in NumPy (eq 1; tests/references.py).
+
+    Layer l's two path sublayers are groups 0 (identity) and 1 (attention residual) of one grouped
+    layer; a single-path DeRes has one group.
+    """
+    sublayer = layer.path_layers[l - 1]
+    return deres_layer_branch(sublayer, v, valid, group=path if sublayer.groups == 2 else 0)
 
 
 class Path2:
@@ -62,7 +71,7 @@ class Path2:
         self.per_block = layer.num_layers // layer.num_blocks
 
     def step(self, l, valid):  # l = 1..L
-        out = branch(self.layer.attnres_layers[l - 1], self.d, valid)
+        out = branch(self.layer, l, self.d, valid, ATTNRES)
         self.acc = out if self.acc is None else self.acc + out
         if l % self.per_block == 0:
             self.buffer.append(self.acc)
@@ -84,7 +93,7 @@ def reference_algorithm_1(layer, x, valid, weighting, feed="fused", fusion="gate
     fused = r
     for l in range(1, layer.num_layers + 1):
         source = fused if feed == "fused" else r
-        r = source + branch(layer.residual_layers[l - 1], source, valid)  # eq 2
+        r = source + branch(layer, l, source, valid)  # eq 2
         d = path2.step(l, valid)  # eq 3-5
         if fusion == "gated":
             w_g, b_g = [to_numpy(w) for w in layer.gates[l - 1].weights]
@@ -169,8 +178,8 @@ class DeResTest(TestCase):
             layer = built(x, valid, feed=feed)
             w_p, b_p = [to_numpy(w) for w in layer.output_projection.weights]
             r = x[..., : D // 2].astype("float64")
-            for sublayer in layer.residual_layers:
-                r = r + branch(sublayer, r, valid)  # x_l = x_{l-1} + f_l(x_{l-1})
+            for l in range(1, layer.num_layers + 1):
+                r = r + branch(layer, l, r, valid)  # x_l = x_{l-1} + f_l(x_{l-1})
             set_gates(layer, 1)
             self.assertAllClose(layer(x, valid=valid), r @ w_p + b_p, atol=2e-4, msg=feed)
             path2 = Path2(layer, x[..., D // 2 :].astype("float64"), "silu")
@@ -183,8 +192,8 @@ class DeResTest(TestCase):
         x, valid = inputs()
         residual = built(x, valid, paths="residual-only")
         expected = x.astype("float64")
-        for sublayer in residual.residual_layers:
-            expected = expected + branch(sublayer, expected, valid)
+        for l in range(1, residual.num_layers + 1):
+            expected = expected + branch(residual, l, expected, valid)
         self.assertAllClose(residual(x, valid=valid), expected, atol=2e-4)
         attnres = built(x, valid, paths="attnres-only", weighting="softmax")
         path2 = Path2(attnres, x.astype("float64"), "softmax")
@@ -205,8 +214,8 @@ class DeResTest(TestCase):
 
         def layer_with(matrices):
             layer = built(x, valid, paths="residual-only", residual_matrix="learnable", num_layers=L)
-            for sublayer in layer.residual_layers:  # f_l == 0: only the residual transitions act
-                for w in sublayer.attention._output_dense.weights + sublayer.ffn_output.weights:
+            for sublayer in layer.path_layers:  # f_l == 0: only the residual transitions act
+                for w in (sublayer.output_kernel, sublayer.output_bias, sublayer.ffn_output_kernel, sublayer.ffn_output_bias):
                     w.assign(np.zeros(w.shape, "float32"))
             for weight, h in zip(layer.residual_matrices, matrices):
                 weight.assign(h.astype("float32"))
@@ -239,8 +248,8 @@ class DeResTest(TestCase):
             return sum(int(np.prod(w.shape)) for s in sublayers for w in s.weights if "kernel" in w.path)
 
         dual, residual = built(x, valid), built(x, valid, paths="residual-only")
-        self.assertEqual(kernels(dual.residual_layers + dual.attnres_layers), kernels(residual.residual_layers))
-        self.assertEqual(kernels(residual.residual_layers), 2 * 12 * D * D)  # 12 d^2 per layer
+        self.assertEqual(kernels(dual.path_layers), kernels(residual.path_layers))
+        self.assertEqual(kernels(residual.path_layers), 2 * 12 * D * D)  # 12 d^2 per layer
 
     def test_learnable_residual_matrices_start_at_identity(self):
         x, valid = inputs()
@@ -283,5 +292,7 @@ class DeResTest(TestCase):
             DeRes(paths="triple")
         with self.assertRaisesRegex(ZooError, "identity path"):
             DeRes(paths="attnres-only", residual_matrix="learnable")
-        with self.assertRaisesRegex(ZooError, "2 \\* num_heads"):
-            DeRes(num_layers=2, num_heads=2, num_blocks=1)(np.zeros((1, 2, 6), "float32"))
+        with self.assertRaisesRegex(ZooError, "num_heads = 3 must be even"):
+            DeRes(num_layers=2, num_heads=3, num_blocks=1)(np.zeros((1, 2, 6), "float32"))
+        with self.assertRaisesRegex(ZooError, "divide the width d = 6"):
+            DeRes(num_layers=2, num_heads=4, num_blocks=1)(np.zeros((1, 2, 6), "float32"))

@@ -1,62 +1,106 @@
+import math
+
 import keras
 from keras import ops
+
+from zoo.errors import ZooError
 
 
 @keras.saving.register_keras_serializable(package="zoo")
 class DeResTransformerLayer(keras.layers.Layer):
-    """One Pre-Norm Transformer layer of the DeRes backbone, returned as its residual branch f(X).
+    """Pre-Norm Transformer layers of the DeRes backbone, returned as their residual branch f(X).
 
     DeRes eq 1 writes the Pre-Norm layer with LayerNorm as
-        Y = X + MHA(LN(X)),    X' = Y + FFN(LN(Y)).
+        Y = X + MHA(LN(X)),    X' = Y + FFN(LN(Y)),    FFN(v) = GELU(v W_1 + c_1) W_2 + c_2.
     This layer returns the branch f(X) = X' - X = MHA(LN(X)) + FFN(LN(Y)), the
     "TransformerLayer_l(.)" of Algorithm 1: the inter-layer connection (identity, block attention
     residual, depth-weighted average) is the connector's business (layers/deres.py,
     layers/denseformer_stack.py), not this layer's.
 
-    The widths are free: the stream width w comes from the input; DeRes sets the heads' `key_dim`
-    and the FFN's `ffn_units` so that its two d/2-wide paths cost what one d-wide layer costs
-    (see layers/deres.py, "Budget").
+    `groups` G > 1 holds G independent layers (own weights, same shapes) applied to G streams at
+    once: x [G, B, n, w] -> [G, B, n, w], stream g through layer g. DeRes runs the layer-l sublayers
+    of its two paths this way (G = 2), so its step issues the same number of matrix products as the
+    residual-only baseline (G = 1) instead of twice as many half-size ones; the result is exactly
+    that of two separate layers (tested). Every weight carries the leading group axis.
+
+    MHA: per head h, softmax(Q_h K_h^T / sqrt(key_dim) + mask) V_h with biased Q, K, V projections,
+    then a biased output projection over the concatenated heads; keys that are padding get no weight.
 
     Args:
-        num_heads: H, attention heads.
+        num_heads: H, attention heads per group.
         key_dim: width of each head's queries, keys and values.
-        ffn_units: hidden width of the FFN (GELU).
+        ffn_units: hidden width of the FFN.
+        groups: G, independent layers run side by side (1: a plain layer on x [B, n, w]).
         epsilon: LayerNorm epsilon.
     Call:
-        x [B, n, w], valid [B, n] bool (False = padding token, never attended to) -> f(x) [B, n, w].
+        x [B, n, w] (G = 1) or [G, B, n, w], valid [B, n] bool (False = padding token, never
+        attended to; shared by the groups) -> f(x), the shape of x.
     """
 
-    def __init__(self, num_heads, key_dim, ffn_units, epsilon=1e-6, **kwargs):
+    def __init__(self, num_heads, key_dim, ffn_units, groups=1, epsilon=1e-6, **kwargs):
         super().__init__(**kwargs)
+        for name, value in (("num_heads", num_heads), ("key_dim", key_dim), ("ffn_units", ffn_units), ("groups", groups)):
+            if not isinstance(value, int) or value < 1:
+                raise ZooError(f"DeResTransformerLayer {name} is {value!r}; it must be an integer >= 1")
         self.num_heads = num_heads
         self.key_dim = key_dim
         self.ffn_units = ffn_units
+        self.groups = groups
         self.epsilon = epsilon
-        self.attention_norm = keras.layers.LayerNormalization(epsilon=epsilon, name="attention_norm")
-        self.attention = keras.layers.MultiHeadAttention(num_heads, key_dim, name="attention")
-        self.ffn_norm = keras.layers.LayerNormalization(epsilon=epsilon, name="ffn_norm")
-        self.ffn_hidden = keras.layers.Dense(ffn_units, activation="gelu", name="ffn_hidden")
-        self.ffn_output = None
 
     def build(self, x_shape, valid_shape=None):
         width = x_shape[-1]
-        self.ffn_output = keras.layers.Dense(width, name="ffn_output")
-        self.attention_norm.build(x_shape)
-        self.attention.build(x_shape, x_shape)
-        self.ffn_norm.build(x_shape)
-        self.ffn_hidden.build(x_shape)
-        self.ffn_output.build(tuple(x_shape[:-1]) + (self.ffn_units,))
+        G, H, K, F = self.groups, self.num_heads, self.key_dim, self.ffn_units
+
+        def weight(name, shape, initializer="glorot_uniform"):
+            return self.add_weight(shape=(G,) + shape, initializer=initializer, name=name)
+
+        self.attention_norm_gamma = weight("attention_norm_gamma", (width,), "ones")
+        self.attention_norm_beta = weight("attention_norm_beta", (width,), "zeros")
+        self.query_kernel = weight("query_kernel", (width, H, K))
+        self.query_bias = weight("query_bias", (H, K), "zeros")
+        self.key_kernel = weight("key_kernel", (width, H, K))
+        self.key_bias = weight("key_bias", (H, K), "zeros")
+        self.value_kernel = weight("value_kernel", (width, H, K))
+        self.value_bias = weight("value_bias", (H, K), "zeros")
+        self.output_kernel = weight("output_kernel", (H, K, width))
+        self.output_bias = weight("output_bias", (width,), "zeros")
+        self.ffn_norm_gamma = weight("ffn_norm_gamma", (width,), "ones")
+        self.ffn_norm_beta = weight("ffn_norm_beta", (width,), "zeros")
+        self.ffn_hidden_kernel = weight("ffn_hidden_kernel", (width, F))
+        self.ffn_hidden_bias = weight("ffn_hidden_bias", (F,), "zeros")
+        self.ffn_output_kernel = weight("ffn_output_kernel", (F, width))
+        self.ffn_output_bias = weight("ffn_output_bias", (width,), "zeros")
         self.built = True
 
+    def _norm(self, x, gamma, beta):
+        """LayerNorm over the channels, each group with its own scale and shift."""
+        mean = ops.mean(x, axis=-1, keepdims=True)
+        var = ops.mean(ops.square(x - mean), axis=-1, keepdims=True)
+        return (x - mean) * ops.rsqrt(var + self.epsilon) * gamma[:, None, None, :] + beta[:, None, None, :]
+
+    def _project(self, h, kernel, bias):  # [G, B, n, w] x [G, w, H, K] -> [G, B, n, H, K]
+        return ops.einsum("gbnw,gwhk->gbnhk", h, kernel) + bias[:, None, None, :, :]
+
     def call(self, x, valid=None):
-        allowed = None  # [B, n, n]: query i may attend to key j
+        single = len(x.shape) == 3
+        if single:
+            x = x[None]
+        h = self._norm(x, self.attention_norm_gamma, self.attention_norm_beta)
+        q = self._project(h, self.query_kernel, self.query_bias)
+        k = self._project(h, self.key_kernel, self.key_bias)
+        v = self._project(h, self.value_kernel, self.value_bias)
+        logits = ops.einsum("gbqhk,gbshk->gbhqs", q, k) * (1.0 / math.sqrt(self.key_dim))
         if valid is not None:
-            n = ops.shape(x)[1]
-            allowed = ops.repeat(ops.cast(valid, "bool")[:, None, :], n, axis=1)
-        h = self.attention_norm(x)
-        attended = self.attention(h, h, attention_mask=allowed)
-        y = x + attended
-        return attended + self.ffn_output(self.ffn_hidden(self.ffn_norm(y)))
+            keep = ops.cast(valid, "bool")[None, :, None, None, :]  # [1, B, 1, 1, n]
+            logits = ops.where(keep, logits, ops.cast(-1e9, logits.dtype))
+        heads = ops.einsum("gbhqs,gbshk->gbqhk", ops.softmax(logits, axis=-1), v)
+        attended = ops.einsum("gbqhk,ghkw->gbqw", heads, self.output_kernel) + self.output_bias[:, None, None, :]
+        y = self._norm(x + attended, self.ffn_norm_gamma, self.ffn_norm_beta)
+        hidden = ops.gelu(ops.einsum("gbnw,gwf->gbnf", y, self.ffn_hidden_kernel) + self.ffn_hidden_bias[:, None, None, :],
+                          approximate=False)
+        branch = attended + ops.einsum("gbnf,gfw->gbnw", hidden, self.ffn_output_kernel) + self.ffn_output_bias[:, None, None, :]
+        return branch[0] if single else branch
 
     def compute_output_shape(self, x_shape, valid_shape=None):
         return x_shape
@@ -64,6 +108,7 @@ class DeResTransformerLayer(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(
-            {"num_heads": self.num_heads, "key_dim": self.key_dim, "ffn_units": self.ffn_units, "epsilon": self.epsilon}
+            {"num_heads": self.num_heads, "key_dim": self.key_dim, "ffn_units": self.ffn_units, "groups": self.groups,
+             "epsilon": self.epsilon}
         )
         return config

@@ -1,40 +1,19 @@
 import numpy as np
-from scipy.special import erf
 
+from tests.references import PRE_NORM_WEIGHTS, deres_layer_branch
 from tests.testing import TestCase
+from zoo.errors import ZooError
 from zoo.layers.deres_transformer_layer import DeResTransformerLayer
 
 
-def layer_norm(x, gamma, beta, eps):
-    mean = x.mean(-1, keepdims=True)
-    var = x.var(-1, keepdims=True)
-    return (x - mean) / np.sqrt(var + eps) * gamma + beta
-
-
-def gelu(x):
-    return 0.5 * x * (1.0 + erf(x / np.sqrt(2.0)))
-
-
-def multi_head_attention(x, valid, wq, bq, wk, bk, wv, bv, wo, bo):
-    """softmax(Q K^T / sqrt(k)) V per head, keys restricted to valid tokens, then the output projection."""
-    q = np.einsum("bnw,whk->bhnk", x, wq) + bq[None, :, None, :]
-    k = np.einsum("bnw,whk->bhnk", x, wk) + bk[None, :, None, :]
-    v = np.einsum("bnw,whk->bhnk", x, wv) + bv[None, :, None, :]
-    logits = np.einsum("bhik,bhjk->bhij", q, k) / np.sqrt(q.shape[-1])
-    logits = np.where(valid[:, None, None, :], logits, -np.inf)
-    weights = np.exp(logits - logits.max(-1, keepdims=True))
-    weights /= weights.sum(-1, keepdims=True)
-    heads = np.einsum("bhij,bhjk->bhik", weights, v)
-    return np.einsum("bhnk,hkw->bnw", heads, wo) + bo
-
-
-def reference_branch(x, valid, weights, eps):
-    """DeRes eq 1 (Pre-Norm, LayerNorm), returned as X' - X."""
-    (g1, b1, g2, b2, wq, bq, wk, bk, wv, bv, wo, bo, w1, c1, w2, c2) = weights
-    attended = multi_head_attention(layer_norm(x, g1, b1, eps), valid, wq, bq, wk, bk, wv, bv, wo, bo)
-    y = x + attended
-    out = y + gelu(layer_norm(y, g2, b2, eps) @ w1 + c1) @ w2 + c2
-    return out - x
+def layer_with_random_weights(x, valid, seed=0, **kwargs):
+    layer = DeResTransformerLayer(**kwargs)
+    layer(x, valid=valid)
+    rng = np.random.default_rng(seed)
+    for w in layer.weights:
+        scale, centre = (0.1, 1.0) if "gamma" in w.path else (0.4, 0.0)
+        w.assign((centre + scale * rng.normal(size=w.shape)).astype("float32"))
+    return layer
 
 
 class DeResTransformerLayerTest(TestCase):
@@ -45,23 +24,28 @@ class DeResTransformerLayerTest(TestCase):
             DeResTransformerLayer, {"num_heads": 2, "key_dim": 4, "ffn_units": 12}, (x,), (2, 5, 6),
             call_kwargs={"valid": valid},
         )
+        self.run_layer_test(
+            DeResTransformerLayer, {"num_heads": 1, "key_dim": 3, "ffn_units": 8, "groups": 2},
+            (np.stack([x, -x]),), (2, 2, 5, 6), call_kwargs={"valid": valid},
+        )
 
     def test_matches_numpy_pre_norm_layer(self):
         rng = np.random.default_rng(0)
         x = rng.normal(size=(2, 5, 6)).astype("float32")
         valid = np.array([[True, True, True, True, True], [False, False, True, True, True]])
-        layer = DeResTransformerLayer(num_heads=2, key_dim=3, ffn_units=8, epsilon=1e-6)
-        layer(x, valid=valid)
-        norm1, norm2 = layer.attention_norm, layer.ffn_norm
-        values = {}
-        for w in layer.weights:
-            values[w.path] = (1.0 + 0.1 * rng.normal(size=w.shape) if "gamma" in w.path else 0.4 * rng.normal(size=w.shape)).astype("float32")
-            w.assign(values[w.path])
-        ordered = [norm1.gamma, norm1.beta, norm2.gamma, norm2.beta] + layer.attention.weights + [
-            layer.ffn_hidden.kernel, layer.ffn_hidden.bias, layer.ffn_output.kernel, layer.ffn_output.bias,
-        ]
-        expected = reference_branch(x, valid, [values[w.path] for w in ordered], 1e-6)
-        self.assertAllClose(layer(x, valid=valid), expected, atol=1e-4)
+        layer = layer_with_random_weights(x, valid, num_heads=2, key_dim=3, ffn_units=8)
+        self.assertEqual(len(layer.weights), len(PRE_NORM_WEIGHTS))
+        self.assertAllClose(layer(x, valid=valid), deres_layer_branch(layer, x, valid), atol=1e-4)
+
+    def test_groups_are_independent_layers(self):
+        # Group g of the grouped layer is the eq 1 layer with group g's weights applied to stream g.
+        rng = np.random.default_rng(2)
+        streams = rng.normal(size=(2, 2, 5, 6)).astype("float32")
+        valid = np.array([[True, True, True, True, True], [True, False, True, False, True]])
+        layer = layer_with_random_weights(streams, valid, seed=3, num_heads=2, key_dim=3, ffn_units=10, groups=2)
+        out = layer(streams, valid=valid)
+        for g in range(2):
+            self.assertAllClose(out[g], deres_layer_branch(layer, streams[g], valid, group=g), atol=1e-4)
 
     def test_padding_tokens_do_not_reach_valid_ones(self):
         rng = np.random.default_rng(1)
@@ -71,3 +55,7 @@ class DeResTransformerLayerTest(TestCase):
         changed = x.copy()
         changed[0, 0] += 5.0
         self.assertAllClose(layer(x, valid=valid)[:, 1:], layer(changed, valid=valid)[:, 1:], atol=1e-5)
+
+    def test_bad_arguments(self):
+        with self.assertRaisesRegex(ZooError, "groups is 0"):
+            DeResTransformerLayer(num_heads=2, key_dim=3, ffn_units=8, groups=0)

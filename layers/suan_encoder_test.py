@@ -32,6 +32,33 @@ class SuanEncoderTest(TestCase):
             permuted = run(*self.args(self.cand[:, order], self.cand_t[:, order]))
             self.assertAllClose(permuted, out[:, order], atol=1e-5)
 
+    def test_position_and_time_embeddings_match_numpy(self):
+        """x_i = e_i + P[i] + (log(1 + gap_i) W_t + b_t); gap_i is the time since the previous
+        behaviour (0 for the first valid one and on padding); every candidate takes P[L] and the gap
+        since the newest behaviour. With no UAB (l = 0) the encoder returns exactly these tokens."""
+        encoder = SuanEncoder(0, 2, 6)
+        LayerRunner(encoder, *self.args())
+        rng = np.random.default_rng(1)
+        table, kernel, bias = rng.normal(size=(7, 8)), rng.normal(size=(1, 8)), rng.normal(size=8)
+        for weight, value in zip((encoder.position_table, encoder.time_kernel, encoder.time_bias), (table, kernel, bias)):
+            weight.assign(value.astype("float32"))
+
+        def embed_time(gap):
+            return np.log1p(gap)[..., None] * kernel[0] + bias
+
+        t = self.hist_t.astype("float64")
+        gap = np.zeros((2, 6))
+        gap[:, 1:] = np.where(self.valid[:, 1:] & self.valid[:, :-1], t[:, 1:] - t[:, :-1], 0.0)
+        expected_history = self.hist + table[None, :6] + embed_time(gap)
+        newest = t.max(axis=1, keepdims=True)
+        expected_candidates = self.cand + table[6] + embed_time(self.cand_t - newest)
+        history, _ = encoder.encode_history(self.hist, self.valid, self.hist_t, self.profile)
+        self.assertAllClose(history, expected_history, atol=1e-5)
+        self.assertAllClose(encoder(*self.args()), expected_candidates, atol=1e-5)
+        # An empty history: candidates get gap 0.
+        empty = [self.hist, self.cand, np.zeros_like(self.valid), np.zeros_like(self.hist_t), self.cand_t, self.profile]
+        self.assertAllClose(encoder(*empty), self.cand + table[6] + embed_time(np.zeros((2, 3))), atol=1e-5)
+
     def test_config_round_trip(self):
         encoder = SuanEncoder(1, 2, 6, window_size=2, dilation=3, alignment_pool="global")
         clone = SuanEncoder.from_config(encoder.get_config())

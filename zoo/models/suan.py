@@ -139,7 +139,7 @@ class SuanFamily(ZooModel):
             self._scorers.parts[part, m2] = _Scorer(self, part, name=f"{self.name}_{part}_{m2}_scorer")
         return self._scorers.parts[part, m2]
 
-    def score_candidates(self, features, parallel_candidates=None, use_cache=True):
+    def score_candidates(self, features, parallel_candidates=None, use_cache=True, rows_per_call=None):
         """Scores m1 candidates per row in ceil(m1 / m2) parallel passes (§3.3.1): pctr [B, m1].
 
         `features` is a batch in the contract whose cand_* arrays hold any number m1 of candidates.
@@ -148,33 +148,54 @@ class SuanFamily(ZooModel):
         With `use_cache` the history is encoded once per request and every pass reuses it (exact
         because the encoder is causal and candidates never reach history positions); it needs
         alignment_pool="causal". m2 defaults to 1 for SUAN and to `parallel_candidates` for LightSUAN.
+
+        The B * ceil(m1 / m2) passes are independent, so they run stacked along the batch axis,
+        `rows_per_call` passes per compiled call (default: the fewest equal calls that keep one
+        attention map under 2^25 scores); the last call is filled with copies so every call has the
+        same shape.
         """
         m2 = getattr(self, "parallel_candidates", 1) if parallel_candidates is None else parallel_candidates
         if not isinstance(m2, (int, np.integer)) or m2 < 1:
             raise ZooError(f"parallel_candidates (m2) is {m2!r}; it must be an integer >= 1")
         if use_cache and self.alignment_pool != "causal":
             raise ZooError("use_cache=True needs alignment_pool='causal' (the global mean mixes candidates)")
+        if rows_per_call is not None and (not isinstance(rows_per_call, (int, np.integer)) or rows_per_call < 1):
+            raise ZooError(f"rows_per_call is {rows_per_call!r}; it must be an integer >= 1")
         self.schema.validate(features)
         features = {k: np.asarray(v) for k, v in features.items()}
         cand_keys = [k for k in features if k.startswith("cand_")]
-        m1 = features[cand_keys[0]].shape[1]
+        batch, m1 = features[cand_keys[0]].shape[:2]
         if m1 < 1:
             raise ZooError("the batch has no candidates to score (cand_* arrays have M = 0)")
         passes = math.ceil(m1 / m2)
-        padded = {k: np.pad(features[k], [(0, 0), (0, passes * m2 - m1)]) for k in cand_keys}
-        chunks = [{k: v[:, p * m2 : (p + 1) * m2] for k, v in padded.items()} for p in range(passes)]
+        # Pass p of row b becomes row b * passes + p: [B, passes * m2] -> [B * passes, m2].
+        chunks = {k: np.pad(features[k], [(0, 0), (0, passes * m2 - m1)]).reshape(batch * passes, m2) for k in cand_keys}
+        keys = self.schema.sequence_length + m2
+        queries = m2 if use_cache else keys
+        if rows_per_call is None:  # balanced calls, each under the limit
+            calls = math.ceil(batch * passes / max(1, 2**25 // (self.num_heads * queries * keys)))
+            rows_per_call = math.ceil(batch * passes / calls)
+        rows_per_call = min(rows_per_call, batch * passes)
         if not use_cache:
+            shared = {k: np.repeat(v, passes, axis=0) for k, v in features.items() if k not in chunks}
             scorer = self._scorer("full", m2)
-            out = [scorer.predict_on_batch({**features, **chunk}) for chunk in chunks]
         else:
-            batch = features[cand_keys[0]].shape[0]
             dummies = {k: np.zeros((batch, 1), "int64" if k.endswith("time") else "int32") for k in cand_keys}
             cache = self._scorer("history", 0).predict_on_batch({**features, **dummies})
             others = {k: np.zeros_like(v[:, :1]) if v.ndim == 2 else np.zeros_like(v)
                       for k, v in features.items() if not k.startswith("cand_")}
+            shared = {k: np.repeat(np.asarray(v), passes, axis=0) for k, v in {**others, **cache}.items()}
             scorer = self._scorer("candidates", m2)
-            out = [scorer.predict_on_batch({**others, **cache, **chunk}) for chunk in chunks]
-        return np.concatenate([np.asarray(o) for o in out], axis=1)[:, :m1]
+        rows = {**shared, **chunks}
+        out = []
+        for start in range(0, batch * passes, rows_per_call):
+            stop = start + rows_per_call
+            call = {k: v[start:stop] for k, v in rows.items()}
+            short = stop - batch * passes
+            if short > 0:  # fill the last call with copies of its last row
+                call = {k: np.concatenate([v, np.repeat(v[-1:], short, axis=0)]) for k, v in call.items()}
+            out.append(np.asarray(scorer.predict_on_batch(call))[: rows_per_call - max(short, 0)])
+        return np.concatenate(out).reshape(batch, passes * m2)[:, :m1]
 
 
 @register(

@@ -50,6 +50,10 @@ class SUANTest(TestCase):
         alone = self.model.score_candidates(many, parallel_candidates=1, use_cache=False)
         together = self.model.score_candidates(many, parallel_candidates=5, use_cache=True)
         self.assertAllClose(together, alone, atol=1e-5)
+        # Passes split over calls of 7 rows (16 rows x 3 passes: the last call is filled with copies).
+        for cache in (False, True):
+            split = self.model.score_candidates(many, parallel_candidates=2, use_cache=cache, rows_per_call=7)
+            self.assertAllClose(split, alone, atol=1e-5, msg=f"cache {cache}")
         self.assertAllClose(alone[:, :1], self.model.predict_on_batch(self.features), atol=1e-5)
 
     def test_earlier_positions_ignore_later_behaviours(self):
@@ -86,6 +90,8 @@ class SUANTest(TestCase):
             self.model.score_candidates(dict(with_candidates(self.features, 3), cand_category=self.features["cand_category"]))
         with self.assertRaisesRegex(ZooError, "parallel_candidates"):
             self.model.score_candidates(self.features, parallel_candidates=0)
+        with self.assertRaisesRegex(ZooError, "rows_per_call"):
+            self.model.score_candidates(self.features, rows_per_call=0)
 
     def test_needs_time_and_profile(self):
         schema = self.simulator.schema
