@@ -52,7 +52,7 @@ def deres_macs(n, d, L, B, heads):
 
 
 class TwoPathsNoConnector(keras.layers.Layer):
-    """DeRes' two half-width paths (the same grouped sublayers) with a plain residual on each and
+    """DeRes' two half-width paths (the same sublayers) with a plain residual on each and
     no block attention, gate or projection: separates the cost of splitting the layer into two
     budget-matched paths from the cost of the connector itself."""
 
@@ -63,17 +63,19 @@ class TwoPathsNoConnector(keras.layers.Layer):
     def build(self, x_shape):
         d = x_shape[-1]
         self.path_layers = [
-            DeResTransformerLayer(self.num_heads // 2, d // self.num_heads, 5 * d, groups=2) for _ in range(self.num_layers)
+            [DeResTransformerLayer(self.num_heads // 2, d // self.num_heads, 5 * d) for _ in range(2)]
+            for _ in range(self.num_layers)
         ]
-        for layer in self.path_layers:
-            layer.build(tuple(x_shape[:-1]) + (d // 2,))
+        for pair in self.path_layers:
+            for layer in pair:
+                layer.build(tuple(x_shape[:-1]) + (d // 2,))
 
     def call(self, x):
         w = ops.shape(x)[-1] // 2
-        paths = ops.stack([x[..., :w], x[..., w:]], axis=0)
-        for layer in self.path_layers:
-            paths = paths + layer(paths)
-        return ops.concatenate([paths[0], paths[1]], axis=-1)
+        r, d = x[..., :w], x[..., w:]
+        for residual, attnres in self.path_layers:
+            r, d = r + residual(r), d + attnres(d)
+        return ops.concatenate([r, d], axis=-1)
 
 
 def connector_model(d, n, jit_compile, **deres):

@@ -54,8 +54,7 @@ class DeRes(keras.layers.Layer):
       the weights and multiply-adds of one full-width layer (Proposition 1: "same parameter budget";
       §complexity: "total parameters comparable to the baseline") and DeRes' overhead is the
       connector's own: W_g, w_l, the block weights and the output projection
-      (benchmarks/deres_cost.py counts it). Layer l's two path sublayers run as one grouped layer
-      (DeResTransformerLayer with groups=2), so a DeRes step issues the baseline's matrix products.
+      (benchmarks/deres_cost.py counts it).
     - The block weights need RMSNorm(B_b) only through w_l . RMSNorm(B_b) = (w_l . B_b) / RMS(B_b):
       each block's per-token RMS is computed once, when the block is written, not once per layer.
 
@@ -110,7 +109,8 @@ class DeRes(keras.layers.Layer):
         self.paths = paths
         self.feed = feed
         self.residual_matrix = residual_matrix
-        self.path_layers = []
+        self.residual_layers = []
+        self.attnres_layers = []
         self.block_attentions = []
         self.gates = []
         self.residual_matrices = []
@@ -134,15 +134,18 @@ class DeRes(keras.layers.Layer):
                     f"be even and divide the width d = {d}"
                 )
             width = d // 2
-            sublayer = dict(num_heads=self.num_heads // 2, key_dim=d // self.num_heads, ffn_units=5 * d, groups=2)
+            sublayer = dict(num_heads=self.num_heads // 2, key_dim=d // self.num_heads, ffn_units=5 * d)
         else:
             if d % self.num_heads:
                 raise ZooError(f"DeRes width d = {d} is not divisible by num_heads = {self.num_heads}")
             width = d
             sublayer = dict(num_heads=self.num_heads, key_dim=d // self.num_heads, ffn_units=4 * d)
         path_shape = tuple(x_shape[:-1]) + (width,)
-        self.path_layers = [DeResTransformerLayer(**sublayer, name=f"layer_{l}") for l in range(1, L + 1)]
-        for layer in self.path_layers:
+        if self.has_identity_path:
+            self.residual_layers = [DeResTransformerLayer(**sublayer, name=f"residual_layer_{l}") for l in range(1, L + 1)]
+        if self.has_attnres_path:
+            self.attnres_layers = [DeResTransformerLayer(**sublayer, name=f"attnres_layer_{l}") for l in range(1, L + 1)]
+        for layer in self.residual_layers + self.attnres_layers:
             layer.build(path_shape)
         if self.residual_matrix == "learnable":
             self.residual_matrices = [
@@ -187,7 +190,9 @@ class DeRes(keras.layers.Layer):
             blocks, scales = blocks + [acc], scales + [attention.inverse_rms(acc)]
         sources = ops.stack(blocks, axis=2)  # [B, n, S, w]
         alpha = attention(sources, ops.stack(scales, axis=2))  # [B, n, S]
-        return ops.einsum("bns,bnsw->bnw", alpha, sources), alpha
+        # d_l = sum_b alpha_{l,b} B_b as a broadcast product and a sum: XLA fuses it, while the einsum
+        # would become B * n tiny matrix products.
+        return ops.sum(alpha[..., None] * sources, axis=2), alpha
 
     def _forward(self, x, valid):
         """Returns (output [B, n, d], alphas: L x [B, n, S_l], gammas: L x [B, n, d/2])."""
@@ -195,13 +200,13 @@ class DeRes(keras.layers.Layer):
         if self.paths == "residual-only":
             r = x
             for l in range(self.num_layers):
-                r = self._carry(l, r) + self.path_layers[l](r, valid=valid)
+                r = self._carry(l, r) + self.residual_layers[l](r, valid=valid)
             return r, alphas, gammas
         attention = self.block_attentions[0]
         if self.paths == "attnres-only":
             d, state = x, {"blocks": [x], "scales": [attention.inverse_rms(x)], "acc": None}
             for l in range(self.num_layers):
-                d, alpha = self._attnres_step(l, self.path_layers[l](d, valid=valid), state)
+                d, alpha = self._attnres_step(l, self.attnres_layers[l](d, valid=valid), state)
                 alphas.append(alpha)
             return d, alphas, gammas
         width = ops.shape(x)[-1] // 2
@@ -209,9 +214,8 @@ class DeRes(keras.layers.Layer):
         fused, state = r, {"blocks": [d], "scales": [attention.inverse_rms(d)], "acc": None}
         for l in range(self.num_layers):
             source = fused if self.feed == "fused" else r
-            branches = self.path_layers[l](ops.stack([source, d], axis=0), valid=valid)  # both paths at once
-            r = self._carry(l, source) + branches[0]
-            d, alpha = self._attnres_step(l, branches[1], state)
+            r = self._carry(l, source) + self.residual_layers[l](source, valid=valid)
+            d, alpha = self._attnres_step(l, self.attnres_layers[l](d, valid=valid), state)
             alphas.append(alpha)
             if self.fusion == "gated":
                 gamma = self.gates[l](r, d)

@@ -56,7 +56,7 @@ class DeResBlockAttention(keras.layers.Layer):
     def call(self, blocks, inverse_rms=None):
         if inverse_rms is None:
             inverse_rms = self.inverse_rms(blocks)
-        logits = ops.einsum("bnsw,w->bns", blocks, self.query) * inverse_rms  # w . RMSNorm(B_b)
+        logits = ops.sum(blocks * self.query, axis=-1) * inverse_rms  # w . RMSNorm(B_b)
         if self.weighting == "softmax":
             return ops.softmax(logits, axis=-1)
         if self.weighting == "silu":

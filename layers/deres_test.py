@@ -49,17 +49,13 @@ def weigh(logits, weighting):
     return np.maximum(logits, 0.0)
 
 
-IDENTITY, ATTNRES = 0, 1  # the paths' groups in a dual DeRes layer's grouped sublayers
+IDENTITY, ATTNRES = "identity", "attnres"
 
 
 def branch(layer, l, v, valid, path=IDENTITY):
-    """TransformerLayer_l(v) of Algorithm 1 for one path, in NumPy (eq 1; tests/references.py).
-
-    Layer l's two path sublayers are groups 0 (identity) and 1 (attention residual) of one grouped
-    layer; a single-path DeRes has one group.
-    """
-    sublayer = layer.path_layers[l - 1]
-    return deres_layer_branch(sublayer, v, valid, group=path if sublayer.groups == 2 else 0)
+    """TransformerLayer_l(v) of Algorithm 1 for one path, in NumPy (eq 1; tests/references.py)."""
+    sublayers = layer.residual_layers if path == IDENTITY else layer.attnres_layers
+    return deres_layer_branch(sublayers[l - 1], v, valid)
 
 
 class Path2:
@@ -214,7 +210,7 @@ class DeResTest(TestCase):
 
         def layer_with(matrices):
             layer = built(x, valid, paths="residual-only", residual_matrix="learnable", num_layers=L)
-            for sublayer in layer.path_layers:  # f_l == 0: only the residual transitions act
+            for sublayer in layer.residual_layers:  # f_l == 0: only the residual transitions act
                 for w in (sublayer.output_kernel, sublayer.output_bias, sublayer.ffn_output_kernel, sublayer.ffn_output_bias):
                     w.assign(np.zeros(w.shape, "float32"))
             for weight, h in zip(layer.residual_matrices, matrices):
@@ -248,8 +244,8 @@ class DeResTest(TestCase):
             return sum(int(np.prod(w.shape)) for s in sublayers for w in s.weights if "kernel" in w.path)
 
         dual, residual = built(x, valid), built(x, valid, paths="residual-only")
-        self.assertEqual(kernels(dual.path_layers), kernels(residual.path_layers))
-        self.assertEqual(kernels(residual.path_layers), 2 * 12 * D * D)  # 12 d^2 per layer
+        self.assertEqual(kernels(dual.residual_layers + dual.attnres_layers), kernels(residual.residual_layers))
+        self.assertEqual(kernels(residual.residual_layers), 2 * 12 * D * D)  # 12 d^2 per layer
 
     def test_learnable_residual_matrices_start_at_identity(self):
         x, valid = inputs()

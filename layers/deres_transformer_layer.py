@@ -17,43 +17,34 @@ class DeResTransformerLayer(keras.layers.Layer):
     residual, depth-weighted average) is the connector's business (layers/deres.py,
     layers/denseformer_stack.py), not this layer's.
 
-    `groups` G > 1 holds G independent layers (own weights, same shapes) applied to G streams at
-    once: x [G, B, n, w] -> [G, B, n, w], stream g through layer g. DeRes runs the layer-l sublayers
-    of its two paths this way (G = 2), so its step issues the same number of matrix products as the
-    residual-only baseline (G = 1) instead of twice as many half-size ones; the result is exactly
-    that of two separate layers (tested). Every weight carries the leading group axis.
-
     MHA: per head h, softmax(Q_h K_h^T / sqrt(key_dim) + mask) V_h with biased Q, K, V projections,
     then a biased output projection over the concatenated heads; keys that are padding get no weight.
 
     Args:
-        num_heads: H, attention heads per group.
+        num_heads: H, attention heads.
         key_dim: width of each head's queries, keys and values.
         ffn_units: hidden width of the FFN.
-        groups: G, independent layers run side by side (1: a plain layer on x [B, n, w]).
         epsilon: LayerNorm epsilon.
     Call:
-        x [B, n, w] (G = 1) or [G, B, n, w], valid [B, n] bool (False = padding token, never
-        attended to; shared by the groups) -> f(x), the shape of x.
+        x [B, n, w], valid [B, n] bool (False = padding token, never attended to) -> f(x) [B, n, w].
     """
 
-    def __init__(self, num_heads, key_dim, ffn_units, groups=1, epsilon=1e-6, **kwargs):
+    def __init__(self, num_heads, key_dim, ffn_units, epsilon=1e-6, **kwargs):
         super().__init__(**kwargs)
-        for name, value in (("num_heads", num_heads), ("key_dim", key_dim), ("ffn_units", ffn_units), ("groups", groups)):
+        for name, value in (("num_heads", num_heads), ("key_dim", key_dim), ("ffn_units", ffn_units)):
             if not isinstance(value, int) or value < 1:
                 raise ZooError(f"DeResTransformerLayer {name} is {value!r}; it must be an integer >= 1")
         self.num_heads = num_heads
         self.key_dim = key_dim
         self.ffn_units = ffn_units
-        self.groups = groups
         self.epsilon = epsilon
 
     def build(self, x_shape, valid_shape=None):
         width = x_shape[-1]
-        G, H, K, F = self.groups, self.num_heads, self.key_dim, self.ffn_units
+        H, K, F = self.num_heads, self.key_dim, self.ffn_units
 
         def weight(name, shape, initializer="glorot_uniform"):
-            return self.add_weight(shape=(G,) + shape, initializer=initializer, name=name)
+            return self.add_weight(shape=shape, initializer=initializer, name=name)
 
         self.attention_norm_gamma = weight("attention_norm_gamma", (width,), "ones")
         self.attention_norm_beta = weight("attention_norm_beta", (width,), "zeros")
@@ -74,33 +65,28 @@ class DeResTransformerLayer(keras.layers.Layer):
         self.built = True
 
     def _norm(self, x, gamma, beta):
-        """LayerNorm over the channels, each group with its own scale and shift."""
+        """LayerNorm over the channels."""
         mean = ops.mean(x, axis=-1, keepdims=True)
         var = ops.mean(ops.square(x - mean), axis=-1, keepdims=True)
-        return (x - mean) * ops.rsqrt(var + self.epsilon) * gamma[:, None, None, :] + beta[:, None, None, :]
+        return (x - mean) * ops.rsqrt(var + self.epsilon) * gamma + beta
 
-    def _project(self, h, kernel, bias):  # [G, B, n, w] x [G, w, H, K] -> [G, B, n, H, K]
-        return ops.einsum("gbnw,gwhk->gbnhk", h, kernel) + bias[:, None, None, :, :]
+    def _project(self, h, kernel, bias):  # [B, n, w] x [w, H, K] -> [B, n, H, K]
+        return ops.einsum("bnw,whk->bnhk", h, kernel) + bias
 
     def call(self, x, valid=None):
-        single = len(x.shape) == 3
-        if single:
-            x = x[None]
         h = self._norm(x, self.attention_norm_gamma, self.attention_norm_beta)
         q = self._project(h, self.query_kernel, self.query_bias)
         k = self._project(h, self.key_kernel, self.key_bias)
         v = self._project(h, self.value_kernel, self.value_bias)
-        logits = ops.einsum("gbqhk,gbshk->gbhqs", q, k) * (1.0 / math.sqrt(self.key_dim))
+        logits = ops.einsum("bqhk,bshk->bhqs", q, k) * (1.0 / math.sqrt(self.key_dim))
         if valid is not None:
-            keep = ops.cast(valid, "bool")[None, :, None, None, :]  # [1, B, 1, 1, n]
+            keep = ops.cast(valid, "bool")[:, None, None, :]  # [B, 1, 1, n]
             logits = ops.where(keep, logits, ops.cast(-1e9, logits.dtype))
-        heads = ops.einsum("gbhqs,gbshk->gbqhk", ops.softmax(logits, axis=-1), v)
-        attended = ops.einsum("gbqhk,ghkw->gbqw", heads, self.output_kernel) + self.output_bias[:, None, None, :]
+        heads = ops.einsum("bhqs,bshk->bqhk", ops.softmax(logits, axis=-1), v)
+        attended = ops.einsum("bqhk,hkw->bqw", heads, self.output_kernel) + self.output_bias
         y = self._norm(x + attended, self.ffn_norm_gamma, self.ffn_norm_beta)
-        hidden = ops.gelu(ops.einsum("gbnw,gwf->gbnf", y, self.ffn_hidden_kernel) + self.ffn_hidden_bias[:, None, None, :],
-                          approximate=False)
-        branch = attended + ops.einsum("gbnf,gfw->gbnw", hidden, self.ffn_output_kernel) + self.ffn_output_bias[:, None, None, :]
-        return branch[0] if single else branch
+        hidden = ops.gelu(ops.matmul(y, self.ffn_hidden_kernel) + self.ffn_hidden_bias, approximate=False)
+        return attended + ops.matmul(hidden, self.ffn_output_kernel) + self.ffn_output_bias
 
     def compute_output_shape(self, x_shape, valid_shape=None):
         return x_shape
@@ -108,7 +94,6 @@ class DeResTransformerLayer(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(
-            {"num_heads": self.num_heads, "key_dim": self.key_dim, "ffn_units": self.ffn_units, "groups": self.groups,
-             "epsilon": self.epsilon}
+            {"num_heads": self.num_heads, "key_dim": self.key_dim, "ffn_units": self.ffn_units, "epsilon": self.epsilon}
         )
         return config

@@ -24,10 +24,6 @@ class DeResTransformerLayerTest(TestCase):
             DeResTransformerLayer, {"num_heads": 2, "key_dim": 4, "ffn_units": 12}, (x,), (2, 5, 6),
             call_kwargs={"valid": valid},
         )
-        self.run_layer_test(
-            DeResTransformerLayer, {"num_heads": 1, "key_dim": 3, "ffn_units": 8, "groups": 2},
-            (np.stack([x, -x]),), (2, 2, 5, 6), call_kwargs={"valid": valid},
-        )
 
     def test_matches_numpy_pre_norm_layer(self):
         rng = np.random.default_rng(0)
@@ -36,16 +32,6 @@ class DeResTransformerLayerTest(TestCase):
         layer = layer_with_random_weights(x, valid, num_heads=2, key_dim=3, ffn_units=8)
         self.assertEqual(len(layer.weights), len(PRE_NORM_WEIGHTS))
         self.assertAllClose(layer(x, valid=valid), deres_layer_branch(layer, x, valid), atol=1e-4)
-
-    def test_groups_are_independent_layers(self):
-        # Group g of the grouped layer is the eq 1 layer with group g's weights applied to stream g.
-        rng = np.random.default_rng(2)
-        streams = rng.normal(size=(2, 2, 5, 6)).astype("float32")
-        valid = np.array([[True, True, True, True, True], [True, False, True, False, True]])
-        layer = layer_with_random_weights(streams, valid, seed=3, num_heads=2, key_dim=3, ffn_units=10, groups=2)
-        out = layer(streams, valid=valid)
-        for g in range(2):
-            self.assertAllClose(out[g], deres_layer_branch(layer, streams[g], valid, group=g), atol=1e-4)
 
     def test_padding_tokens_do_not_reach_valid_ones(self):
         rng = np.random.default_rng(1)
@@ -57,5 +43,5 @@ class DeResTransformerLayerTest(TestCase):
         self.assertAllClose(layer(x, valid=valid)[:, 1:], layer(changed, valid=valid)[:, 1:], atol=1e-5)
 
     def test_bad_arguments(self):
-        with self.assertRaisesRegex(ZooError, "groups is 0"):
-            DeResTransformerLayer(num_heads=2, key_dim=3, ffn_units=8, groups=0)
+        with self.assertRaisesRegex(ZooError, "ffn_units is 0"):
+            DeResTransformerLayer(num_heads=2, key_dim=3, ffn_units=0)

@@ -43,7 +43,7 @@ PRE_NORM_WEIGHTS = (
 def pre_norm_branch(x, valid, weights, eps=1e-6):
     """DeRes eq 1 (Pre-Norm Transformer layer, LayerNorm, GELU FFN), returned as X' - X.
 
-    `weights` maps the names of PRE_NORM_WEIGHTS to one layer's arrays (no group axis).
+    `weights` maps the names of PRE_NORM_WEIGHTS to one layer's arrays.
     """
     w = weights
     attended = multi_head_attention(
@@ -56,7 +56,7 @@ def pre_norm_branch(x, valid, weights, eps=1e-6):
     return y + hidden @ w["ffn_output_kernel"] + w["ffn_output_bias"] - x
 
 
-def deres_layer_branch(layer, x, valid, group=0):
-    """pre_norm_branch with group `group`'s weights of a DeResTransformerLayer, in float64."""
-    weights = {name: to_numpy(getattr(layer, name))[group].astype("float64") for name in PRE_NORM_WEIGHTS}
+def deres_layer_branch(layer, x, valid):
+    """pre_norm_branch with the weights of a DeResTransformerLayer, in float64."""
+    weights = {name: to_numpy(getattr(layer, name)).astype("float64") for name in PRE_NORM_WEIGHTS}
     return pre_norm_branch(np.asarray(x, "float64"), valid, weights, layer.epsilon)

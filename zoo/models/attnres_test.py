@@ -11,8 +11,7 @@ class AttnResTest(TestCase):
         model = AttnRes(simulator.schema, num_layers=2, width=16, num_heads=2, num_blocks=2, weighting="silu")
         self.assertEqual(tuple(model(features).shape), (8, 1))
         connector = model.get_layer("connector")
-        self.assertEqual((connector.paths, connector.gates, connector.output_projection), ("attnres-only", [], None))
-        self.assertEqual([layer.groups for layer in connector.path_layers], [1, 1])  # one full-width path
+        self.assertEqual((connector.paths, connector.residual_layers), ("attnres-only", []))
         stats = model.introspect(features)
         self.assertEqual(stats["alpha"].shape, (2, 3))
         self.assertIsNone(stats["gamma_mean"])

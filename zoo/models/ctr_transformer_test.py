@@ -11,7 +11,7 @@ class CTRTransformerTest(TestCase):
         model = CTRTransformer(simulator.schema, num_layers=2, width=16, num_heads=2)
         self.assertEqual(tuple(model(features).shape), (8, 1))
         connector = model.get_layer("connector")
-        self.assertEqual((connector.paths, connector.block_attentions, connector.gates), ("residual-only", [], []))
+        self.assertEqual((connector.paths, connector.attnres_layers, connector.gates), ("residual-only", [], []))
         learnable = CTRTransformer(simulator.schema, num_layers=2, width=16, num_heads=2, residual_matrix="learnable")
         self.assertEqual(learnable.count_params() - model.count_params(), 2 * 16 * 16)  # one H_l in R^{d x d} per layer
         self.assertEqual(learnable.get_config()["residual_matrix"], "learnable")
