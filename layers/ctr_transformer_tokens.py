@@ -15,7 +15,11 @@ class CTRTransformerTokens(keras.layers.Layer):
         [CLS] | cand fields | user fields | ctx fields | numeric fields | behaviour positions
           1   |    F_cand   |   F_user    |   F_ctx    |     F_num      |         L
 
-    - [CLS] is a learned vector; its output feeds the prediction (y = sigmoid(w . x_L[CLS]), eq 1).
+    - [CLS] is the target token: a learned vector plus the sum of the candidate's field tokens; its
+      output feeds the prediction (y = sigmoid(w . x_L[CLS]), eq 1). Decision: the issue allows
+      reading "the target/[CLS] token"; a candidate-aware token 0 lets the first layer already attend
+      from the candidate to the behaviours (target attention, as OneTrans reads its candidate
+      tokens), where a plain [CLS] would need a second layer to learn which behaviours match.
     - Each categorical field (cand_, user_, ctx_) is one token: its embedding projected to d by the
       field's own Dense.
     - Each numeric field f is one token v_f * a_f + b_f (a_f, b_f in R^d learned).
@@ -84,7 +88,7 @@ class CTRTransformerTokens(keras.layers.Layer):
         fixed = sum(t.shape[1] for t in shared)
         if self.history_projection is not None:
             shared.append(self.history_projection(embedded["hist"]) + self.positions)  # [B, L, d]
-        cls = ops.zeros_like(candidate[:, :1, :]) + self.cls  # [B*M, 1, d]
+        cls = ops.sum(candidate, axis=1, keepdims=True) + self.cls  # the target token [B*M, 1, d]
         parts = [cls, candidate]
         if shared:
             parts.append(ops.repeat(ops.concatenate(shared, axis=1), m, axis=0))

@@ -26,7 +26,9 @@ class CTRTransformerTokensTest(TestCase):
         n = 1 + 2 + 4 + 1 + 1 + schema.sequence_length
         self.assertEqual(tuple(tokens.shape), (3, n, 6))
         tokens, valid = to_numpy(tokens), to_numpy(valid)
-        self.assertAllClose(tokens[:, 0], np.broadcast_to(to_numpy(layer.cls), (3, 6)))  # [CLS]
+        # [CLS], the target token: the learned vector plus the candidate's field tokens.
+        self.assertAllClose(tokens[:, 0], to_numpy(layer.cls) + tokens[:, 1] + tokens[:, 2], atol=1e-5)
+        self.assertAllClose(tokens[:, 1], layer.field_projections["cand_item_id"](embedded["cand_item_id"])[:, 0], atol=1e-5)
         price = features["num_price"][:, None]
         expected_num = price * to_numpy(layer.numeric_scale)[0] + to_numpy(layer.numeric_bias)[0]
         self.assertAllClose(tokens[:, 8], expected_num, atol=1e-5)  # the numeric token v a + b

@@ -47,7 +47,11 @@ class SuanEncoder(keras.layers.Layer):
             name="position_table", shape=(self.sequence_length + 1, d),
             initializer=keras.initializers.TruncatedNormal(stddev=0.02),
         )
-        self.time_kernel = self.add_weight(name="time_kernel", shape=(1, d), initializer="glorot_uniform")
+        # log(1 + gap) reaches ~15 for a day-long gap: a small start keeps the time embedding from
+        # swamping the behaviour embeddings (themselves ~0.05) before training has begun.
+        self.time_kernel = self.add_weight(
+            name="time_kernel", shape=(1, d), initializer=keras.initializers.TruncatedNormal(stddev=0.02)
+        )
         self.time_bias = self.add_weight(name="time_bias", shape=(d,), initializer="zeros")
         for block in self.blocks:
             block.build(history_shape, profile_shape=profile_shape)
