@@ -1,3 +1,4 @@
+import keras
 import numpy as np
 
 from tests.testing import TestCase
@@ -52,7 +53,8 @@ class SuanEncoderTest(TestCase):
         expected_history = self.hist + table[None, :6] + embed_time(gap)
         newest = t.max(axis=1, keepdims=True)
         expected_candidates = self.cand + table[6] + embed_time(self.cand_t - newest)
-        history, _ = encoder.encode_history(self.hist, self.valid, self.hist_t, self.profile)
+        tensors = [keras.ops.convert_to_tensor(a) for a in (self.hist, self.valid, self.hist_t, self.profile)]
+        history, _ = encoder.encode_history(*tensors)
         self.assertAllClose(history, expected_history, atol=1e-5)
         self.assertAllClose(encoder(*self.args()), expected_candidates, atol=1e-5)
         # An empty history: candidates get gap 0.
