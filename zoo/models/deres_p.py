@@ -21,7 +21,7 @@ class DeResP(ZooModel):
 
     Args:
         schema: the input contract (needs cand_ features; hist_, user_, ctx_, num_ become tokens).
-        num_layers: L.  width: d.  num_heads: attention heads.
+        num_layers: L.  width: d.  num_heads: attention heads (even: each path takes half of them).
         num_blocks: B, a divisor of L.
         weighting: "silu" (eq 8), "softmax" (eq 4) or "relu" (ablation).
         fusion: "gated" (eq 6-7) or "additive" (ablation).
