@@ -21,7 +21,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from zoo.layers.deres import DeRes
+from zoo.layers.deres import DeRes, path_sublayer
 from zoo.layers.deres_transformer_layer import DeResTransformerLayer
 
 
@@ -61,14 +61,11 @@ class TwoPathsNoConnector(keras.layers.Layer):
         self.num_layers, self.num_heads = num_layers, num_heads
 
     def build(self, x_shape):
-        d = x_shape[-1]
-        self.path_layers = [
-            [DeResTransformerLayer(self.num_heads // 2, d // self.num_heads, 5 * d) for _ in range(2)]
-            for _ in range(self.num_layers)
-        ]
+        width, sublayer = path_sublayer(x_shape[-1], self.num_heads, dual=True)
+        self.path_layers = [[DeResTransformerLayer(**sublayer) for _ in range(2)] for _ in range(self.num_layers)]
         for pair in self.path_layers:
             for layer in pair:
-                layer.build(tuple(x_shape[:-1]) + (d // 2,))
+                layer.build(tuple(x_shape[:-1]) + (width,))
 
     def call(self, x):
         w = ops.shape(x)[-1] // 2

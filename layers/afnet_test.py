@@ -2,15 +2,11 @@ import math
 
 import numpy as np
 
+from tests.references import softmax
 from tests.testing import TestCase
 from zoo.errors import ZooError
 from zoo.layers.afnet import AFNet
 from zoo.layers.suan_self_attention_test import LayerRunner
-
-
-def softmax(x, axis):
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
-    return e / e.sum(axis=axis, keepdims=True)
 
 
 def afnet_reference(e_self, profile, w, heads, pooled_over):

@@ -13,6 +13,24 @@ FEEDS = ("fused", "paths")
 RESIDUAL_MATRICES = ("identity", "learnable")
 
 
+def path_sublayer(d, num_heads, dual):
+    """(stream width, DeResTransformerLayer kwargs) of one path's layer (see DeRes, "Budget").
+
+    Dual paths: d/2 wide, num_heads/2 heads of d/num_heads channels, FFN 5d. One path: d wide,
+    num_heads heads, FFN 4d.
+    """
+    if dual:
+        if num_heads % 2 or d % num_heads:
+            raise ZooError(
+                f"DeRes with dual paths splits the heads between the paths: num_heads = {num_heads} must "
+                f"be even and divide the width d = {d}"
+            )
+        return d // 2, dict(num_heads=num_heads // 2, key_dim=d // num_heads, ffn_units=5 * d)
+    if d % num_heads:
+        raise ZooError(f"DeRes width d = {d} is not divisible by num_heads = {num_heads}")
+    return d, dict(num_heads=num_heads, key_dim=d // num_heads, ffn_units=4 * d)
+
+
 @keras.saving.register_keras_serializable(package="zoo")
 class DeRes(keras.layers.Layer):
     """DeRes, the dual-path inter-layer connector, with its L Transformer layers (DeRes Algorithm 1).
@@ -127,19 +145,7 @@ class DeRes(keras.layers.Layer):
     def build(self, x_shape, valid_shape=None):
         d = x_shape[-1]
         L = self.num_layers
-        if self.paths == "dual":
-            if self.num_heads % 2 or d % self.num_heads:
-                raise ZooError(
-                    f"DeRes with dual paths splits the heads between the paths: num_heads = {self.num_heads} must "
-                    f"be even and divide the width d = {d}"
-                )
-            width = d // 2
-            sublayer = dict(num_heads=self.num_heads // 2, key_dim=d // self.num_heads, ffn_units=5 * d)
-        else:
-            if d % self.num_heads:
-                raise ZooError(f"DeRes width d = {d} is not divisible by num_heads = {self.num_heads}")
-            width = d
-            sublayer = dict(num_heads=self.num_heads, key_dim=d // self.num_heads, ffn_units=4 * d)
+        width, sublayer = path_sublayer(d, self.num_heads, dual=self.paths == "dual")
         path_shape = tuple(x_shape[:-1]) + (width,)
         if self.has_identity_path:
             self.residual_layers = [DeResTransformerLayer(**sublayer, name=f"residual_layer_{l}") for l in range(1, L + 1)]

@@ -1,12 +1,9 @@
 import numpy as np
 
+from tests.references import rms_norm
 from tests.testing import TestCase, to_numpy
 from zoo.errors import ZooError
 from zoo.layers.deres_block_attention import DeResBlockAttention
-
-
-def rms_norm(v, eps=1e-6):
-    return v / np.sqrt(np.mean(v**2, axis=-1, keepdims=True) + eps)
 
 
 def reference_alpha(blocks, w, weighting):

@@ -1,7 +1,7 @@
 import keras
 import numpy as np
 
-from tests.references import deres_layer_branch
+from tests.references import deres_layer_branch, rms_norm, sigmoid
 from tests.testing import TestCase, to_numpy
 from zoo.errors import ZooError
 from zoo.layers.deres import DeRes
@@ -29,14 +29,6 @@ def built(x, valid, seed=0, **kwargs):
         scale = 0.1 if "gamma" in w.path else 0.4
         w.assign((1.0 if "gamma" in w.path else 0.0) + scale * rng.normal(size=w.shape).astype("float32"))
     return layer
-
-
-def sigmoid(v):
-    return 1.0 / (1.0 + np.exp(-v))
-
-
-def rms_norm(v, eps=1e-6):
-    return v / np.sqrt(np.mean(v**2, axis=-1, keepdims=True) + eps)
 
 
 def weigh(logits, weighting):

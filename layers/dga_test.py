@@ -1,12 +1,9 @@
 import numpy as np
 
 from layers.rote_test import rotation
+from tests.references import sigmoid
 from tests.testing import TestCase, to_numpy
 from zoo.layers.dga import DualGatedAttention
-
-
-def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
 
 
 def dga_reference(x, valid, w, num_heads, causal=True, positions=None):

@@ -1,15 +1,8 @@
 import numpy as np
 
+from tests.references import layer_norm, sigmoid
 from tests.testing import TestCase, to_numpy
 from zoo.layers.pfkv import PFKVDecoderLayer
-
-
-def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-
-def layer_norm(x, eps=1e-6):
-    return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + eps)
 
 
 def pfkv_reference(z, memory, allowed, w, num_heads):

@@ -1,15 +1,11 @@
 import keras
 import numpy as np
 
+from tests.references import layer_norm
 from tests.testing import TestCase, to_numpy
 from zoo.layers.rest_ffn import RestFFN
 from zoo.layers.srn import SRN
 
-
-def layer_norm(x, gamma, beta, eps=1e-6):
-    mean = x.mean(-1, keepdims=True)
-    var = x.var(-1, keepdims=True)
-    return (x - mean) / np.sqrt(var + eps) * gamma + beta
 
 
 X = np.random.RandomState(0).normal(size=(2, 3, 4)).astype("float32")

@@ -1,11 +1,8 @@
 import numpy as np
 
+from tests.references import sigmoid
 from tests.testing import TestCase
 from zoo.layers.target_attention import TargetAttention
-
-
-def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
 
 
 class TargetAttentionTest(TestCase):

@@ -2,15 +2,11 @@ import math
 
 import numpy as np
 
+from tests.references import rms_norm  # eq 2, unit scale, eps 1e-6
 from tests.testing import TestCase
 from zoo.layers.afnet_test import afnet_reference
 from zoo.layers.suan_self_attention_test import LayerRunner, allowed_reference, attention_reference
 from zoo.layers.uab import UAB
-
-
-def rms_norm(x):
-    """RMSNorm with unit scale, eps 1e-6 (eq 2)."""
-    return x / np.sqrt((x**2).mean(-1, keepdims=True) + 1e-6)
 
 
 class UABTest(TestCase):

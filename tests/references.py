@@ -6,7 +6,21 @@ from scipy.special import erf
 from tests.testing import to_numpy
 
 
-def layer_norm(x, gamma, beta, eps):
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def rms_norm(x, eps=1e-6):
+    """RMSNorm with unit scale: x / sqrt(mean(x^2) + eps) over the last axis."""
+    return x / np.sqrt(np.mean(x**2, axis=-1, keepdims=True) + eps)
+
+
+def layer_norm(x, gamma=1.0, beta=0.0, eps=1e-6):
     mean = x.mean(-1, keepdims=True)
     var = x.var(-1, keepdims=True)
     return (x - mean) / np.sqrt(var + eps) * gamma + beta

@@ -35,6 +35,16 @@ def serving_check(export_dir, cases):
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+ROUTES = ("direct", "predict_request", "rest_json")
+
+
+def assert_every_route(test, report, names):
+    """Each signature in `names` matched the expected outputs within 1e-5 on every client route."""
+    for name in names:
+        for route in ROUTES:
+            test.assertLess(report["signatures"][name][route], 1e-5, (name, route))
+
+
 class PlainExportTest(TestCase):
     def test_din_serving_default_in_tf_only_process(self):
         simulator = small_simulator()
@@ -48,9 +58,8 @@ class PlainExportTest(TestCase):
         cases["serving_default/out/pctr"] = expected
         report = serving_check(path, cases)
         self.assertEqual(report["modules"], [])  # the client imported neither keras nor zoo
+        assert_every_route(self, report, ["serving_default"])
         result = report["signatures"]["serving_default"]
-        for route in ("direct", "predict_request", "rest_json"):
-            self.assertLess(result[route], 1e-5, route)
         self.assertEqual(result["input_dtypes"]["hist_item_id"], "int32")
         self.assertEqual(result["input_dtypes"]["hist_time"], "int64")
 
@@ -128,9 +137,7 @@ class EncodeDecodeExportTest(TestCase):
         cases.update({f"serving_default/in/{k}": v for k, v in features.items()})
         cases["serving_default/out/pctr"] = model.predict(features, verbose=0)
         report = serving_check(path, cases)
-        for name in ("encode", "decode", "serving_default"):
-            for route in ("direct", "predict_request", "rest_json"):
-                self.assertLess(report["signatures"][name][route], 1e-5, (name, route))
+        assert_every_route(self, report, ["encode", "decode", "serving_default"])
         self.assertEqual(report["signatures"]["decode"]["input_dtypes"]["memory_valid"], "bool")
         shown = saved_model_cli(path)
         self.assertIn("signature_def['decode']", shown)
@@ -167,8 +174,7 @@ class ParallelCandidatesExportTest(TestCase):
         report = serving_check(path, cases)
         for name in ("serving_default", "score_all"):
             self.assertEqual(report["signatures"][name]["outputs"], ["pctr", "rectified_pctr"])
-            for route in ("direct", "predict_request", "rest_json"):
-                self.assertLess(report["signatures"][name][route], 1e-5, (name, route))
+        assert_every_route(self, report, ["serving_default", "score_all"])
         shown = saved_model_cli(path)
         default = shown.split("signature_def['serving_default']")[1]
         self.assertIn("shape: (-1, 4)", default.split("inputs['cand_item_id']")[1])
