@@ -194,11 +194,13 @@ class DeRes(keras.layers.Layer):
         blocks, scales = state["blocks"], state["scales"]
         if acc is not None:
             blocks, scales = blocks + [acc], scales + [attention.inverse_rms(acc)]
-        sources = ops.stack(blocks, axis=2)  # [B, n, S, w]
-        alpha = attention(sources, ops.stack(scales, axis=2))  # [B, n, S]
-        # d_l = sum_b alpha_{l,b} B_b as a broadcast product and a sum: XLA fuses it, while the einsum
-        # would become B * n tiny matrix products.
-        return ops.sum(alpha[..., None] * sources, axis=2), alpha
+        alpha = attention(blocks, scales)  # [B, n, S]
+        # d_l = sum_b alpha_{l,b} B_b over the list of blocks: one fused loop that reads each block
+        # once, with no [B, n, S, w] stack copied every layer.
+        d = alpha[..., 0:1] * blocks[0]
+        for b in range(1, len(blocks)):
+            d = d + alpha[..., b : b + 1] * blocks[b]
+        return d, alpha
 
     def _forward(self, x, valid):
         """Returns (output [B, n, d], alphas: L x [B, n, S_l], gammas: L x [B, n, d/2])."""

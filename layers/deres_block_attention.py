@@ -28,9 +28,10 @@ class DeResBlockAttention(keras.layers.Layer):
         weighting: "softmax", "silu" or "relu".
         epsilon: RMSNorm epsilon.
     Call:
-        blocks [B, n, S, w] (the S blocks available to layer l), optionally their per-token
-        `inverse_rms` [B, n, S] (from `inverse_rms`, so a connector computes it once per block)
-        -> alpha [B, n, S].
+        blocks [B, n, S, w] (the S blocks available to layer l) or a list of S blocks [B, n, w],
+        optionally their per-token `inverse_rms` [B, n, S] (a list of S [B, n] with a list of
+        blocks; from `inverse_rms`, so a connector computes it once per block) -> alpha [B, n, S].
+        A connector passes the list: stacking the blocks would copy all of them at every layer.
     """
 
     def __init__(self, weighting="silu", epsilon=1e-6, **kwargs):
@@ -54,9 +55,16 @@ class DeResBlockAttention(keras.layers.Layer):
         return ops.rsqrt(ops.mean(ops.square(block), axis=-1) + self.epsilon)
 
     def call(self, blocks, inverse_rms=None):
-        if inverse_rms is None:
-            inverse_rms = self.inverse_rms(blocks)
-        logits = ops.sum(blocks * self.query, axis=-1) * inverse_rms  # w . RMSNorm(B_b)
+        if isinstance(blocks, (list, tuple)):  # S blocks [B, n, w], never stacked into one copy
+            if inverse_rms is None:
+                inverse_rms = [self.inverse_rms(block) for block in blocks]
+            logits = ops.stack(
+                [ops.sum(block * self.query, axis=-1) * scale for block, scale in zip(blocks, inverse_rms)], axis=-1
+            )
+        else:
+            if inverse_rms is None:
+                inverse_rms = self.inverse_rms(blocks)
+            logits = ops.sum(blocks * self.query, axis=-1) * inverse_rms  # w . RMSNorm(B_b)
         if self.weighting == "softmax":
             return ops.softmax(logits, axis=-1)
         if self.weighting == "silu":

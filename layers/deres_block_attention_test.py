@@ -47,6 +47,18 @@ class DeResBlockAttentionTest(TestCase):
         self.assertAllClose(scales, 1.0 / np.sqrt(np.mean(blocks**2, axis=-1) + 1e-6), rtol=1e-5)
         self.assertAllClose(layer(blocks, scales), reference_alpha(blocks, w, "silu"), atol=1e-5)
 
+    def test_a_list_of_blocks_gives_the_stacked_weights(self):
+        rng = np.random.default_rng(6)
+        blocks = rng.normal(size=(2, 3, 4, 6)).astype("float32")
+        w = rng.normal(size=6).astype("float32")
+        for weighting in ("softmax", "silu"):
+            layer = layer_with_query(weighting, w)
+            listed = [blocks[:, :, s] for s in range(4)]
+            expected = reference_alpha(blocks, w, weighting)
+            self.assertAllClose(layer(listed), expected, atol=1e-5, msg=weighting)
+            scales = [layer.inverse_rms(block) for block in listed]
+            self.assertAllClose(layer(listed, scales), expected, atol=1e-5, msg=weighting)
+
     def test_pointwise_weights_are_independent_and_can_be_negative(self):
         # Three blocks: B_0 and B_1 both aligned with w_l, B_2 opposed to it (DeRes "Pointwise AttnRes").
         w = np.array([3.0, 0.0, 0.0, 0.0], "float32")
