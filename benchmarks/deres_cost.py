@@ -13,8 +13,11 @@ activation, to show where the split's cost comes from on the machine at hand.
 
 Step times are the fastest of `--rounds` interleaved rounds of `--steps` steps each, so that other
 load on the machine hits every variant alike. FLOPs are an analytic count of the multiply-adds each
-variant's code performs per row (x2), matrix products and DeRes' block weighting, gate and fusion;
-LayerNorm, softmax and GELU (the same for both up to d/2 vs d vectors) are left out. The paper's
+variant's code performs per row (x2): the matrix products and DeRes' block weighting, gate and
+fusion, the terms of the paper's O(L(n^2 d + Bd + d^2)) analysis. Elementwise functions are left
+out. LayerNorm and softmax cost both variants about the same, GELU does not: the paths evaluate 10d
+GELUs per token and layer against the full-width layer's 4d, so the last line prints that count's
+ratio too, and what the FLOPs ratio becomes if a GELU is counted as 10 FLOPs. The paper's
 goal: at most +5% FLOPs, +7% parameters, +10% step time (it reports +4.4%, +6.5%, +9.9%, measured
 on 8 A100s in BF16).
 """
@@ -34,6 +37,11 @@ def layer_macs(n, w, heads, key_dim, ffn_units):
     """One Pre-Norm layer's matrix products on n tokens of width w (attention width heads * key_dim)."""
     a = heads * key_dim
     return 3 * n * w * a + 2 * n * n * a + n * a * w + 2 * n * w * ffn_units
+
+
+def gelus(n, d, L, dual):
+    """GELU evaluations per row: the FFN hidden units, 4d per token-layer, or 2 x 5d over the paths."""
+    return L * n * path_sublayer(d, 4, dual)[1]["ffn_units"] * (2 if dual else 1)
 
 
 def residual_only_macs(n, d, L, heads):
@@ -185,6 +193,13 @@ def main(argv=None):
             f"{1e3 * times[2]:>8.1f} {times[2] / times[0]:>6.3f} {times[1] / times[2]:>13.3f}",
             flush=True,
         )
+    n, d, heads = args.tokens, args.width, args.heads
+    counts = [gelus(n, d, 8, dual) for dual in (False, True)]
+    flops = [2 * residual_only_macs(n, d, 8, heads), 2 * deres_macs(n, d, 8, args.blocks, heads)]
+    print(
+        f"GELUs/row at L = 8: {counts[0]:,} res, {counts[1]:,} DeRes-P ({counts[1] / counts[0]:.2f}x); FLOPs ratio "
+        f"with a GELU counted as 10 FLOPs: {(flops[1] + 10 * counts[1]) / (flops[0] + 10 * counts[0]):.3f}"
+    )
     gelu, linear = ffn_split_cost(8, args.width, args.heads, args.tokens, args.batch, args.steps, args.rounds, rng, jit_compile)
     print(
         f"The split's cost, FFN sublayers alone at L = 8 (two paths d/2 -> 5d -> d/2 / one d -> 4d -> d, "

@@ -30,6 +30,8 @@ class DenseFormerStack(keras.layers.Layer):
         super().__init__(**kwargs)
         if not isinstance(num_layers, int) or num_layers < 1:
             raise ZooError(f"DenseFormerStack num_layers is {num_layers!r}; it must be an integer >= 1")
+        if not isinstance(num_heads, int) or num_heads < 1:
+            raise ZooError(f"DenseFormerStack num_heads is {num_heads!r}; it must be an integer >= 1")
         self.num_layers = num_layers
         self.num_heads = num_heads
         self.transformer_layers = []

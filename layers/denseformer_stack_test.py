@@ -1,6 +1,7 @@
 import numpy as np
 
-from tests.testing import TestCase, to_numpy
+from tests.references import deres_layer_branch
+from tests.testing import TestCase
 from zoo.errors import ZooError
 from zoo.layers.denseformer_stack import DenseFormerStack
 
@@ -8,10 +9,6 @@ from zoo.layers.denseformer_stack import DenseFormerStack
 def inputs():
     rng = np.random.default_rng(0)
     return rng.normal(size=(2, 3, 8)).astype("float32"), np.array([[True, True, True], [True, False, True]])
-
-
-def branch(sublayer, v, valid):
-    return to_numpy(sublayer(v.astype("float32"), valid=valid)).astype("float64")
 
 
 class DenseFormerStackTest(TestCase):
@@ -29,7 +26,7 @@ class DenseFormerStackTest(TestCase):
             weight.assign(value.astype("float32"))
         outputs, y = [x.astype("float64")], x.astype("float64")
         for l, sublayer in enumerate(stack.transformer_layers):
-            outputs.append(y + branch(sublayer, y, valid))
+            outputs.append(y + deres_layer_branch(sublayer, y, valid))
             y = sum(a[l][j] * outputs[j] for j in range(l + 2))
         self.assertAllClose(stack(x, valid=valid), y, atol=1e-4)
 
@@ -39,11 +36,13 @@ class DenseFormerStackTest(TestCase):
         out = stack(x, valid=valid)
         y = x.astype("float64")
         for sublayer in stack.transformer_layers:
-            y = y + branch(sublayer, y, valid)
+            y = y + deres_layer_branch(sublayer, y, valid)
         self.assertAllClose(out, y, atol=1e-4)
 
     def test_bad_arguments(self):
         with self.assertRaisesRegex(ZooError, "num_layers"):
             DenseFormerStack(num_layers=0)
+        with self.assertRaisesRegex(ZooError, "num_heads is 0"):
+            DenseFormerStack(num_heads=0)
         with self.assertRaisesRegex(ZooError, "divisible"):
             DenseFormerStack(num_layers=1, num_heads=3)(np.zeros((1, 2, 8), "float32"))

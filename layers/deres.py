@@ -48,6 +48,8 @@ class DeRes(keras.layers.Layer):
         Output:         [x_L] projected back to d (a Dense d/2 -> d).
 
     Decisions where the paper is silent or ambiguous:
+    - Eq 3 writes g_l(d_l), Algorithm 1 (line 9) g_l(d_{l-1}); d_l depends on the block g_l writes,
+      so only Algorithm 1 can be computed: the code follows it.
     - Partial block: between two block boundaries the running sum acc is a further source of
       d_l (after the completed blocks), as in the Attention Residuals reference, where a layer
       attends to the completed blocks and to the partial sum of its own block. Without it a layer's
@@ -69,7 +71,8 @@ class DeRes(keras.layers.Layer):
       channels and an FFN of 4d hidden units: 12 d^2 weights, 12 n d^2 + 2 n^2 d multiply-adds.
       The dual paths split the heads: each half-width path layer has num_heads / 2 heads of the same
       d / num_heads channels and an FFN of 5d hidden units, so the two paths together hold exactly
-      the weights and multiply-adds of one full-width layer (Proposition 1: "same parameter budget";
+      the kernel weights and matrix multiply-adds of one full-width layer (their biases and
+      LayerNorms add 6d parameters per layer) (Proposition 1: "same parameter budget";
       §complexity: "total parameters comparable to the baseline") and DeRes' overhead is the
       connector's own: W_g, w_l, the block weights and the output projection
       (benchmarks/deres_cost.py counts it).
@@ -113,6 +116,8 @@ class DeRes(keras.layers.Layer):
                 raise ZooError(f"DeRes {name} is {value!r}; it must be one of {', '.join(allowed)}")
         if not isinstance(num_layers, int) or num_layers < 1:
             raise ZooError(f"DeRes num_layers is {num_layers!r}; it must be an integer >= 1")
+        if not isinstance(num_heads, int) or num_heads < 1:
+            raise ZooError(f"DeRes num_heads is {num_heads!r}; it must be an integer >= 1")
         if not isinstance(num_blocks, int) or num_blocks < 1 or num_layers % num_blocks:
             raise ZooError(
                 f"DeRes num_blocks is {num_blocks!r}; it must divide num_layers ({num_layers})"

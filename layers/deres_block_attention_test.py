@@ -69,9 +69,11 @@ class DeResBlockAttentionTest(TestCase):
         self.assertGreater(silu[0], 1.0)
         self.assertGreater(silu[1], 1.0)
         self.assertLess(silu[2], 0.0)
-        # Softmax: non-negative and summing to 1, so at most one block can exceed 1/2.
+        # Softmax on the same blocks: non-negative and summing to 1, and the two aligned blocks cannot
+        # both take large weights: together they get less than 1.
         self.assertAllClose(softmax.sum(), 1.0)
-        self.assertTrue(np.all(softmax >= 0.0) and np.sum(softmax > 0.5) <= 1)
+        self.assertTrue(np.all(softmax >= 0.0))
+        self.assertLess(softmax[0] + softmax[1], 1.0)
         # Zero-sum competition: making B_1 more relevant takes weight from B_0 under softmax only.
         stronger = blocks.copy()
         stronger[0, 0, 1] = [3.0, 0.1, 0, 0]

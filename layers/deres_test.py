@@ -201,11 +201,13 @@ class DeResTest(TestCase):
         signal = np.broadcast_to(3.0 * q, x.shape).astype("float32")
 
         def layer_with(matrices):
-            layer = built(x, valid, paths="residual-only", residual_matrix="learnable", num_layers=L)
+            """matrices=None: the shipped identity path (residual_matrix="identity")."""
+            kind = "identity" if matrices is None else "learnable"
+            layer = built(x, valid, paths="residual-only", residual_matrix=kind, num_layers=L)
             for sublayer in layer.residual_layers:  # f_l == 0: only the residual transitions act
                 for w in (sublayer.output_kernel, sublayer.output_bias, sublayer.ffn_output_kernel, sublayer.ffn_output_bias):
                     w.assign(np.zeros(w.shape, "float32"))
-            for weight, h in zip(layer.residual_matrices, matrices):
+            for weight, h in zip(layer.residual_matrices, matrices or []):
                 weight.assign(h.astype("float32"))
             return layer
 
@@ -220,7 +222,8 @@ class DeResTest(TestCase):
             shared.append(h)
         out = to_numpy(layer_with(shared)(signal, valid=valid))
         self.assertAllClose(np.linalg.norm(out, axis=-1), np.full((BATCH, N), 3.0 * rho**L), atol=1e-4)
-        identity = to_numpy(layer_with([np.eye(D)] * L)(signal, valid=valid))
+        identity = to_numpy(layer_with(None)(signal, valid=valid))
+        self.assertAllClose(np.linalg.norm(identity, axis=-1), np.full((BATCH, N), 3.0), atol=1e-5)
         self.assertAllClose(identity, signal, atol=1e-5)
         # As printed (sigma_min(P_L) <= rho^L for any H_l with sigma_min <= rho) the bound is false:
         # weakest directions that differ between layers need not compound.
@@ -280,6 +283,9 @@ class DeResTest(TestCase):
             DeRes(paths="triple")
         with self.assertRaisesRegex(ZooError, "identity path"):
             DeRes(paths="attnres-only", residual_matrix="learnable")
+        for heads in (0, -2, 4.0):
+            with self.assertRaisesRegex(ZooError, f"num_heads is {heads!r}; it must be an integer >= 1"):
+                DeRes(num_heads=heads)
         with self.assertRaisesRegex(ZooError, "num_heads = 3 must be even"):
             DeRes(num_layers=2, num_heads=3, num_blocks=1)(np.zeros((1, 2, 6), "float32"))
         with self.assertRaisesRegex(ZooError, "divide the width d = 6"):
