@@ -39,9 +39,9 @@ def layer_macs(n, w, heads, key_dim, ffn_units):
     return 3 * n * w * a + 2 * n * n * a + n * a * w + 2 * n * w * ffn_units
 
 
-def gelus(n, d, L, dual):
+def gelus(n, d, L, heads, dual):
     """GELU evaluations per row: the FFN hidden units, 4d per token-layer, or 2 x 5d over the paths."""
-    return L * n * path_sublayer(d, 4, dual)[1]["ffn_units"] * (2 if dual else 1)
+    return L * n * path_sublayer(d, heads, dual)[1]["ffn_units"] * (2 if dual else 1)
 
 
 def residual_only_macs(n, d, L, heads):
@@ -194,7 +194,7 @@ def main(argv=None):
             flush=True,
         )
     n, d, heads = args.tokens, args.width, args.heads
-    counts = [gelus(n, d, 8, dual) for dual in (False, True)]
+    counts = [gelus(n, d, 8, heads, dual) for dual in (False, True)]
     flops = [2 * residual_only_macs(n, d, 8, heads), 2 * deres_macs(n, d, 8, args.blocks, heads)]
     print(
         f"GELUs/row at L = 8: {counts[0]:,} res, {counts[1]:,} DeRes-P ({counts[1] / counts[0]:.2f}x); FLOPs ratio "
