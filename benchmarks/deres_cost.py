@@ -184,6 +184,7 @@ def main(argv=None):
           f"{'DeRes-P':>8} {'ratio':>7} | {'step ms res':>11} {'DeRes-P':>8} {'ratio':>7} | "
           f"{'2 paths':>8} {'/res':>6} {'DeRes/2 paths':>13}")
     runs = [(8, args.blocks)] + [(L, L) for L in args.layers if (L, L) != (8, args.blocks)]
+    flops_at_8 = None
     for L, B in runs:
         params, flops, times = compare(L, args.width, B, args.heads, args.tokens, args.batch, args.steps, args.rounds, rng, jit_compile)
         print(
@@ -193,9 +194,9 @@ def main(argv=None):
             f"{1e3 * times[2]:>8.1f} {times[2] / times[0]:>6.3f} {times[1] / times[2]:>13.3f}",
             flush=True,
         )
-    n, d, heads = args.tokens, args.width, args.heads
-    counts = [gelus(n, d, 8, heads, dual) for dual in (False, True)]
-    flops = [2 * residual_only_macs(n, d, 8, heads), 2 * deres_macs(n, d, 8, args.blocks, heads)]
+        flops_at_8 = flops_at_8 or flops  # the first run is L = 8
+    counts = [gelus(args.tokens, args.width, 8, args.heads, dual) for dual in (False, True)]
+    flops = flops_at_8
     print(
         f"GELUs/row at L = 8: {counts[0]:,} res, {counts[1]:,} DeRes-P ({counts[1] / counts[0]:.2f}x); FLOPs ratio "
         f"with a GELU counted as 10 FLOPs: {(flops[1] + 10 * counts[1]) / (flops[0] + 10 * counts[0]):.3f}"

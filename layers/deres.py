@@ -73,8 +73,8 @@ class DeRes(keras.layers.Layer):
       d / num_heads channels and an FFN of 5d hidden units, so the two paths together hold exactly
       the kernel weights and matrix multiply-adds of one full-width layer (Proposition 1: "same
       parameter budget"; §complexity: "total parameters comparable to the baseline"; their biases
-      and LayerNorms add 6d parameters per layer) and DeRes' overhead is the connector's own: W_g, w_l, the block weights and the output projection
-      (benchmarks/deres_cost.py counts it).
+      and LayerNorms add 6d parameters per layer) and DeRes' overhead is the connector's own: W_g,
+      w_l, the block weights and the output projection (benchmarks/deres_cost.py counts it).
     - The block weights need RMSNorm(B_b) only through w_l . RMSNorm(B_b) = (w_l . B_b) / RMS(B_b):
       each block's per-token RMS is computed once, when the block is written, not once per layer.
 

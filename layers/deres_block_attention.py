@@ -55,16 +55,14 @@ class DeResBlockAttention(keras.layers.Layer):
         return ops.rsqrt(ops.mean(ops.square(block), axis=-1) + self.epsilon)
 
     def call(self, blocks, inverse_rms=None):
-        if isinstance(blocks, (list, tuple)):  # S blocks [B, n, w], never stacked into one copy
-            if inverse_rms is None:
-                inverse_rms = [self.inverse_rms(block) for block in blocks]
-            logits = ops.stack(
-                [ops.sum(block * self.query, axis=-1) * scale for block, scale in zip(blocks, inverse_rms)], axis=-1
-            )
-        else:
-            if inverse_rms is None:
-                inverse_rms = self.inverse_rms(blocks)
-            logits = ops.sum(blocks * self.query, axis=-1) * inverse_rms  # w . RMSNorm(B_b)
+        if not isinstance(blocks, (list, tuple)):  # stacked [B, n, S, w]: the same S blocks
+            blocks = ops.unstack(blocks, axis=2)
+            inverse_rms = None if inverse_rms is None else ops.unstack(inverse_rms, axis=2)
+        if inverse_rms is None:
+            inverse_rms = [self.inverse_rms(block) for block in blocks]
+        logits = ops.stack(  # w . RMSNorm(B_b) = (w . B_b) / RMS(B_b), block by block
+            [ops.sum(block * self.query, axis=-1) * scale for block, scale in zip(blocks, inverse_rms)], axis=-1
+        )
         if self.weighting == "softmax":
             return ops.softmax(logits, axis=-1)
         if self.weighting == "silu":

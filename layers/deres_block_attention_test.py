@@ -1,6 +1,6 @@
 import numpy as np
 
-from tests.references import rms_norm
+from tests.references import block_weights, rms_norm
 from tests.testing import TestCase, to_numpy
 from zoo.errors import ZooError
 from zoo.layers.deres_block_attention import DeResBlockAttention
@@ -8,13 +8,7 @@ from zoo.layers.deres_block_attention import DeResBlockAttention
 
 def reference_alpha(blocks, w, weighting):
     """DeRes eq 4 (softmax over b), eq 8 (SiLU) or ReLU of w_l . RMSNorm(B_b); blocks [B, n, S, w]."""
-    logits = np.einsum("bnsw,w->bns", rms_norm(blocks), w)
-    if weighting == "softmax":
-        e = np.exp(logits - logits.max(-1, keepdims=True))
-        return e / e.sum(-1, keepdims=True)
-    if weighting == "silu":
-        return logits / (1.0 + np.exp(-logits))
-    return np.maximum(logits, 0.0)
+    return block_weights(np.einsum("bnsw,w->bns", rms_norm(blocks), w), weighting)
 
 
 def layer_with_query(weighting, w):

@@ -1,7 +1,7 @@
 import keras
 import numpy as np
 
-from tests.references import deres_layer_branch, rms_norm, sigmoid
+from tests.references import block_weights, deres_layer_branch, rms_norm, sigmoid
 from tests.testing import TestCase, to_numpy
 from zoo.errors import ZooError
 from zoo.layers.deres import DeRes
@@ -31,16 +31,6 @@ def built(x, valid, seed=0, **kwargs):
     return layer
 
 
-def weigh(logits, weighting):
-    """Eq 4 (softmax over the blocks), eq 8 (SiLU), or ReLU."""
-    if weighting == "softmax":
-        e = np.exp(logits - logits.max(-1, keepdims=True))
-        return e / e.sum(-1, keepdims=True)
-    if weighting == "silu":
-        return logits * sigmoid(logits)
-    return np.maximum(logits, 0.0)
-
-
 IDENTITY, ATTNRES = "identity", "attnres"
 
 
@@ -68,7 +58,7 @@ class Path2:
         sources = self.buffer + ([] if self.acc is None else [self.acc])
         w_l = to_numpy(self.layer.block_attentions[l - 1].query)
         logits = np.stack([rms_norm(b) @ w_l for b in sources], axis=-1)  # [B, n, S]
-        alpha = weigh(logits, self.weighting)
+        alpha = block_weights(logits, self.weighting)
         self.d = sum(alpha[..., b, None] * sources[b] for b in range(len(sources)))
         return self.d
 

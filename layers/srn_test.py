@@ -7,7 +7,6 @@ from zoo.layers.rest_ffn import RestFFN
 from zoo.layers.srn import SRN
 
 
-
 X = np.random.RandomState(0).normal(size=(2, 3, 4)).astype("float32")
 KERNEL = np.random.RandomState(1).normal(size=(4, 4)).astype("float32")
 

@@ -15,6 +15,15 @@ def softmax(x, axis=-1):
     return e / e.sum(axis=axis, keepdims=True)
 
 
+def block_weights(logits, weighting):
+    """DeRes eq 4 (softmax over the blocks, last axis), eq 8 (SiLU) or ReLU of the block logits."""
+    if weighting == "softmax":
+        return softmax(logits)
+    if weighting == "silu":
+        return logits * sigmoid(logits)
+    return np.maximum(logits, 0.0)
+
+
 def rms_norm(x, eps=1e-6):
     """RMSNorm with unit scale: x / sqrt(mean(x^2) + eps) over the last axis."""
     return x / np.sqrt(np.mean(x**2, axis=-1, keepdims=True) + eps)
