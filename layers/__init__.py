@@ -14,11 +14,11 @@ from zoo.layers.afnet import AFNet
 from zoo.layers.relative_attention_bias import RelativeAttentionBias
 from zoo.layers.suan_encoder import SuanEncoder
 from zoo.layers.suan_self_attention import SuanSelfAttention
-from zoo.layers.suan_swiglu import SuanSwiGLU
+from zoo.layers.swiglu import SwiGLU
 from zoo.layers.uab import UAB
 from zoo.layers.dga import DualGatedAttention
 from zoo.layers.pfkv import PFKVDecoderLayer
 from zoo.layers.prefix_valid_mask import PrefixValidMask
-from zoo.layers.rest_ffn import RestFFN
 from zoo.layers.rote import RotaryPositionTime
 from zoo.layers.srn import SRN
+from zoo.layers.masked_softmax import masked_softmax

@@ -3,10 +3,9 @@ import math
 import numpy as np
 
 from tests.references import softmax
-from tests.testing import TestCase
+from tests.testing import LayerRunner, TestCase
 from zoo.errors import ZooError
 from zoo.layers.afnet import AFNet
-from zoo.layers.suan_self_attention_test import LayerRunner
 
 
 def afnet_reference(e_self, profile, w, heads, pooled_over):

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from zoo.errors import ZooError
+from zoo.layers.masked_softmax import masked_softmax
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -79,10 +80,8 @@ class DeResTransformerLayer(keras.layers.Layer):
         k = self._project(h, self.key_kernel, self.key_bias)
         v = self._project(h, self.value_kernel, self.value_bias)
         logits = ops.einsum("bqhk,bshk->bhqs", q, k) * (1.0 / math.sqrt(self.key_dim))
-        if valid is not None:
-            keep = ops.cast(valid, "bool")[:, None, None, :]  # [B, 1, 1, n]
-            logits = ops.where(keep, logits, ops.cast(-1e9, logits.dtype))
-        heads = ops.einsum("bhqs,bshk->bqhk", ops.softmax(logits, axis=-1), v)
+        weights = ops.softmax(logits, axis=-1) if valid is None else masked_softmax(logits, valid[:, None, None, :])
+        heads = ops.einsum("bhqs,bshk->bqhk", weights, v)
         attended = ops.einsum("bqhk,hkw->bqw", heads, self.output_kernel) + self.output_bias
         y = self._norm(x + attended, self.ffn_norm_gamma, self.ffn_norm_beta)
         hidden = ops.gelu(ops.matmul(y, self.ffn_hidden_kernel) + self.ffn_hidden_bias, approximate=False)

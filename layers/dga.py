@@ -1,6 +1,7 @@
 import keras
 from keras import ops
 
+from zoo.layers.masked_softmax import masked_softmax
 from zoo.layers.rote import RotaryPositionTime
 
 
@@ -71,7 +72,7 @@ class DualGatedAttention(keras.layers.Layer):
             allowed = ops.logical_and(allowed, lower[None])
         logits = ops.einsum("bqhe,bkhe->bhqk", q, k) / ops.sqrt(float(self.head_dim))
         allowed = allowed[:, None, :, :]  # [B, 1, Lq, Lk]
-        weights = ops.softmax(ops.where(allowed, logits, -1e9), axis=-1) * ops.cast(allowed, logits.dtype)
+        weights = masked_softmax(logits, allowed)
         h = ops.einsum("bhqk,bkhe->bqhe", weights, v)
         h = ops.reshape(h, ops.shape(x))
         return ops.matmul(h * ops.sigmoid(ops.matmul(x, self.w_go)), self.w_o)

@@ -1,6 +1,8 @@
 import keras
 from keras import ops
 
+from zoo.layers.masked_softmax import masked_softmax
+
 
 @keras.saving.register_keras_serializable(package="zoo")
 class PFKVDecoderLayer(keras.layers.Layer):
@@ -62,7 +64,7 @@ class PFKVDecoderLayer(keras.layers.Layer):
         h = ops.reshape(memory, (b, ops.shape(memory)[1], self.num_heads, d_h))  # K = V = H
         logits = ops.einsum("bmkhe,blhe->bmkhl", q, h) / ops.sqrt(float(d_h))
         allowed = allowed[:, :, None, None, :]  # [B, M, 1, 1, L]
-        weights = ops.softmax(ops.where(allowed, logits, -1e9), axis=-1) * ops.cast(allowed, logits.dtype)
+        weights = masked_softmax(logits, allowed)
         context = ops.reshape(ops.einsum("bmkhl,blhe->bmkhe", weights, h), (b, m, k, d))
         gate = ops.sigmoid(ops.einsum("bmkd,kde->bmke", z, self.w_go))
         return ops.matmul(context * gate, self.w_o)

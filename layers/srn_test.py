@@ -3,7 +3,7 @@ import numpy as np
 
 from tests.references import layer_norm
 from tests.testing import TestCase, to_numpy
-from zoo.layers.rest_ffn import RestFFN
+from zoo.layers.swiglu import SwiGLU
 from zoo.layers.srn import SRN
 
 
@@ -28,7 +28,7 @@ def make_srn(post_norm):
 class SRNTest(TestCase):
     def test_layer_basics(self):
         for post_norm in (True, False):
-            self.run_layer_test(SRN, {"sublayer": RestFFN(8), "post_norm": post_norm}, X, (2, 3, 4))
+            self.run_layer_test(SRN, {"sublayer": SwiGLU(8), "post_norm": post_norm}, X, (2, 3, 4))
 
     def test_post_norm_form_below_switch(self):
         layer, gamma, beta = make_srn(post_norm=True)

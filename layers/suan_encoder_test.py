@@ -1,9 +1,8 @@
 import keras
 import numpy as np
 
-from tests.testing import TestCase
+from tests.testing import LayerRunner, TestCase
 from zoo.layers.suan_encoder import SuanEncoder
-from zoo.layers.suan_self_attention_test import LayerRunner
 
 
 class SuanEncoderTest(TestCase):

@@ -4,15 +4,8 @@ import keras
 from keras import ops
 
 from zoo.errors import ZooError
+from zoo.layers.masked_softmax import masked_softmax
 from zoo.layers.relative_attention_bias import RelativeAttentionBias
-
-NEG_INF = -1e9
-
-
-def _masked_softmax(logits, allowed):
-    """softmax over the allowed keys; a query with no allowed key gets all-zero weights."""
-    probs = ops.softmax(ops.where(allowed, logits, NEG_INF), axis=-1)
-    return probs * ops.cast(allowed, probs.dtype)
 
 
 def candidate_key_slots(length, window_size, dilation):
@@ -111,7 +104,7 @@ class SuanSelfAttention(keras.layers.Layer):
         allowed = ops.logical_and(causal[None, None], valid[:, None, None, :])  # [B, 1, L, L]
         bias = self.relative_bias(positions[:, None], positions[None, :], times[:, :, None], times[:, None, :])
         logits = ops.einsum("bqhd,bkhd->bhqk", q, k) * self._scale() + bias[:, None]
-        return ops.einsum("bhqk,bkhd->bqhd", _masked_softmax(logits, allowed), v)
+        return ops.einsum("bhqk,bkhd->bqhd", masked_softmax(logits, allowed), v)
 
     def _sparse(self, q, k, v, valid, times):
         length, window, r = self.sequence_length, self.window_size, self.dilation
@@ -174,7 +167,7 @@ class SuanSelfAttention(keras.layers.Layer):
 
         logits = ops.concatenate([logits_w, to_query_order(logits_d)], axis=-1)
         allowed = ops.concatenate([allowed_w, to_query_order(allowed_d[:, None])], axis=-1)
-        probs = _masked_softmax(logits, allowed)  # [B, H, L, 2k + n]
+        probs = masked_softmax(logits, allowed)  # [B, H, L, 2k + n]
         probs_w, probs_d = probs[..., : 2 * window], probs[..., 2 * window :]
 
         probs_w = ops.pad(probs_w, [(0, 0), (0, 0), (pad_w, 0), (0, 0)])
@@ -210,7 +203,7 @@ class SuanSelfAttention(keras.layers.Layer):
         logits_self = ops.moveaxis(ops.sum(q * k, axis=-1), 2, 1)[..., None] * self._scale() + bias_self[:, None]
         allowed_h = ops.broadcast_to(valid[:, None, None, :], ops.shape(logits_h))
         allowed = ops.concatenate([allowed_h, ops.ones_like(logits_self, dtype="bool")], axis=-1)
-        probs = _masked_softmax(ops.concatenate([logits_h, logits_self], axis=-1), allowed)
+        probs = masked_softmax(ops.concatenate([logits_h, logits_self], axis=-1), allowed)
         out = ops.einsum("bhms,bshd->bmhd", probs[..., :-1], values)
         out = out + ops.moveaxis(probs[..., -1:], 1, 2) * v
         return self._merge(out)

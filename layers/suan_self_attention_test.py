@@ -3,28 +3,9 @@ import math
 import keras
 import numpy as np
 
-from tests.testing import TestCase
+from tests.testing import LayerRunner, TestCase
 from zoo.errors import ZooError
 from zoo.layers.suan_self_attention import SuanSelfAttention
-
-
-class LayerRunner:
-    """Builds `layer` on the arrays' shapes and runs it: eagerly under TensorFlow and torch, as one
-    compiled functional model under JAX (which would compile every eager op separately)."""
-
-    def __init__(self, layer, *arrays):
-        self.layer = layer
-        if keras.backend.backend() == "jax":
-            inputs = [keras.Input(shape=a.shape[1:], batch_size=a.shape[0], dtype=str(a.dtype)) for a in arrays]
-            self.model = keras.Model(inputs, layer(*inputs))
-        else:
-            self.model = None
-            layer(*arrays)
-
-    def __call__(self, *arrays):
-        if self.model is not None:
-            return self.model.predict_on_batch(list(arrays))
-        return keras.tree.map_structure(keras.ops.convert_to_numpy, self.layer(*arrays))
 
 
 def allowed_reference(length, m, valid, window=None, dilation=1):

@@ -4,7 +4,7 @@ from keras import ops
 from zoo.errors import ZooError
 from zoo.layers.afnet import AFNet
 from zoo.layers.suan_self_attention import SuanSelfAttention
-from zoo.layers.suan_swiglu import SuanSwiGLU
+from zoo.layers.swiglu import SwiGLU
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -14,7 +14,7 @@ class UAB(keras.layers.Layer):
         x = RMSNorm(E_s)                         (eq 2, pre-norm)
         x = RMSNorm(SelfAttn(x) + x)             (eq 3-6, `SuanSelfAttention`)
         x = RMSNorm(AFNet(x, E_p) + x)           (eq 7-15, `AFNet`)
-        out = SwiGLU(x) + x                      (eq 16, `SuanSwiGLU`)
+        out = SwiGLU(x) + x                      (eq 16, `SwiGLU`)
 
     RMSNorm is keras.layers.RMSNormalization with eps 1e-6. The block runs on the history [B, L, d]
     and the candidates [B, M, d] of the target-aware sequence; with alignment_pool="causal" it is
@@ -40,7 +40,7 @@ class UAB(keras.layers.Layer):
         self.attention_norm = keras.layers.RMSNormalization(epsilon=1e-6, name="attention_norm")
         self.afnet = AFNet(num_heads, alignment_pool, name="afnet")
         self.afnet_norm = keras.layers.RMSNormalization(epsilon=1e-6, name="afnet_norm")
-        self.ffn = SuanSwiGLU(name="ffn")
+        self.ffn = SwiGLU(name="ffn")
 
     def build(self, history_shape, candidates_shape=None, profile_shape=None, history_valid_shape=None,
               history_times_shape=None, candidate_times_shape=None):

@@ -3,9 +3,9 @@ import math
 import numpy as np
 
 from tests.references import rms_norm  # eq 2, unit scale, eps 1e-6
-from tests.testing import TestCase
+from tests.testing import LayerRunner, TestCase
 from zoo.layers.afnet_test import afnet_reference
-from zoo.layers.suan_self_attention_test import LayerRunner, allowed_reference, attention_reference
+from zoo.layers.suan_self_attention_test import allowed_reference, attention_reference
 from zoo.layers.uab import UAB
 
 

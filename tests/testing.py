@@ -46,6 +46,39 @@ def run_python(code, backend, timeout=600):
     return result.stdout
 
 
+def _symbolic(tree):
+    """`tree` with every NumPy array replaced by a keras.Input of its shape and dtype (batch included);
+    returns (the new tree, the list of inputs in flattening order)."""
+    inputs = []
+
+    def to_input(value):
+        if not isinstance(value, np.ndarray):
+            return value
+        inputs.append(keras.Input(shape=value.shape[1:], batch_size=value.shape[0], dtype=str(value.dtype)))
+        return inputs[-1]
+
+    return keras.tree.map_structure(to_input, tree), inputs
+
+
+class LayerRunner:
+    """Builds `layer` on the arrays' shapes and runs it: eagerly under TensorFlow and torch, as one
+    compiled functional model under JAX (which would compile every eager op separately)."""
+
+    def __init__(self, layer, *arrays):
+        self.layer = layer
+        if keras.backend.backend() == "jax":
+            inputs = [keras.Input(shape=a.shape[1:], batch_size=a.shape[0], dtype=str(a.dtype)) for a in arrays]
+            self.model = keras.Model(inputs, layer(*inputs))
+        else:
+            self.model = None
+            layer(*arrays)
+
+    def __call__(self, *arrays):
+        if self.model is not None:
+            return self.model.predict_on_batch(list(arrays))
+        return keras.tree.map_structure(keras.ops.convert_to_numpy, self.layer(*arrays))
+
+
 class TestCase(unittest.TestCase):
     """Base class of the zoo's tests: assertions on arrays and the layer/model round-trip helpers."""
 
@@ -58,18 +91,40 @@ class TestCase(unittest.TestCase):
         self.addCleanup(shutil.rmtree, directory, True)
         return directory
 
+    def assertLen(self, container, length):
+        self.assertEqual(len(container), length)
+
     def assertAllClose(self, actual, expected, atol=1e-5, rtol=1e-5, msg=None):
         np.testing.assert_allclose(to_numpy(actual), to_numpy(expected), atol=atol, rtol=rtol, err_msg=msg or "")
 
-    def run_layer_test(self, layer_cls, init_kwargs, inputs, expected_output_shape, call_kwargs=None):
-        """Builds and calls the layer, checks the output shape, and checks that a layer rebuilt from
-        `get_config` (directly and through Keras serialization) computes the same output with the
-        same weights. `inputs` is one array, a tuple of positional arrays, or a dict."""
+    def run_layer_test(
+        self,
+        layer_cls,
+        init_kwargs,
+        inputs,
+        expected_output_shape,
+        call_kwargs=None,
+        expected_num_trainable_weights=None,
+        expected_num_non_trainable_weights=None,
+        run_training_check=True,
+        run_mixed_precision_check=True,
+    ):
+        """keras-hub's layer test: builds and calls the layer, checks the output shape and the weight
+        counts; a symbolic call (keras.Input) gives the same shape; a layer rebuilt from `get_config`
+        (directly and through Keras serialization) computes the same output with the same weights; one
+        training step moves its trainable weights; under "mixed_float16" it computes in float16 and
+        stays close to float32. `inputs` is one array, a tuple of positional arrays, or a dict; array
+        values of `call_kwargs` are model inputs too."""
         call_kwargs = call_kwargs or {}
         args = inputs if isinstance(inputs, tuple) else (inputs,)
         layer = layer_cls(**init_kwargs)
         output = layer(*args, **call_kwargs)
-        self.assertEqual(tuple(keras.ops.shape(output)), tuple(expected_output_shape))
+        first = keras.tree.flatten(output)[0]
+        self.assertEqual(tuple(keras.ops.shape(first)), tuple(expected_output_shape))
+        if expected_num_trainable_weights is not None:
+            self.assertLen(layer.trainable_weights, expected_num_trainable_weights)
+        if expected_num_non_trainable_weights is not None:
+            self.assertLen(layer.non_trainable_weights, expected_num_non_trainable_weights)
         config = layer.get_config()
         json.dumps(config)  # config.json material: plain JSON
         for clone in (
@@ -80,7 +135,35 @@ class TestCase(unittest.TestCase):
             clone(*args, **call_kwargs)
             clone.set_weights(layer.get_weights())
             self.assertAllClose(clone(*args, **call_kwargs), output)
+        symbolic = layer_cls.from_config(config)
+        inputs_tree, model_inputs = _symbolic((args, call_kwargs))
+        symbolic_output = keras.tree.flatten(symbolic(*inputs_tree[0], **inputs_tree[1]))[0]
+        self.assertEqual(tuple(symbolic_output.shape), tuple(expected_output_shape))
+        if run_training_check and layer.trainable_weights:
+            self._check_training_step(layer_cls, config, args, call_kwargs)
+        if run_mixed_precision_check:
+            mixed = layer_cls.from_config({**config, "dtype": "mixed_float16"})
+            mixed(*args, **call_kwargs)
+            mixed.set_weights(layer.get_weights())
+            mixed_output = keras.tree.flatten(mixed(*args, **call_kwargs))[0]
+            if keras.backend.is_float_dtype(first.dtype):
+                self.assertEqual(keras.backend.standardize_dtype(mixed_output.dtype), "float16")
+                self.assertAllClose(keras.ops.cast(mixed_output, "float32"), first, atol=5e-2, rtol=5e-2)
         return layer, output
+
+    def _check_training_step(self, layer_cls, config, args, call_kwargs):
+        """One SGD step of a model around a fresh layer (towards zero outputs) changes its weights."""
+        inputs_tree, model_inputs = _symbolic((args, call_kwargs))
+        layer = layer_cls.from_config(config)
+        output = keras.tree.flatten(layer(*inputs_tree[0], **inputs_tree[1]))[0]
+        model = keras.Model(model_inputs, output)
+        before = [to_numpy(w) for w in layer.trainable_weights]
+        model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+        arrays = [a for a in keras.tree.flatten((args, call_kwargs)) if isinstance(a, np.ndarray)]
+        target = np.ones(tuple(output.shape), "float32")
+        model.fit(arrays, target, batch_size=len(target), epochs=1, verbose=0, shuffle=False)
+        moved = [not np.allclose(b, to_numpy(w)) for b, w in zip(before, layer.trainable_weights)]
+        self.assertTrue(any(moved), f"{layer_cls.__name__}: one training step changed no weight")
 
     def run_model_saving_test(self, model, features, directory):
         """A model survives the .keras format (safe_mode) and a preset round trip with equal predictions."""

@@ -17,16 +17,21 @@ class Entry:
     cls: type
     description: str
     paper: str
+    signatures: tuple = ("serving_default",)
 
 
-def register(name, *, description, paper):
-    """Class decorator: registers a `ZooModel` subclass under `name` (the name presets and the CLI use)."""
+def register(name, *, description, paper, signatures=()):
+    """Class decorator: registers a `ZooModel` subclass under `name` (the name presets and the CLI use).
+
+    `signatures` names the export signatures the model serves besides "serving_default" (which every
+    model serves), e.g. ("parallel_candidates",); `zoo.export` reads them from here.
+    """
 
     def decorator(cls):
         if name in _MODELS and _MODELS[name].cls is not cls:
             raise ZooError(f"model name '{name}' is already registered by {_MODELS[name].cls.__name__}")
         cls.registered_name = name
-        _MODELS[name] = Entry(name, cls, description, paper)
+        _MODELS[name] = Entry(name, cls, description, paper, ("serving_default",) + tuple(signatures))
         return cls
 
     return decorator

@@ -12,7 +12,7 @@ from zoo.layers.dga import DualGatedAttention
 from zoo.layers.feature_embedding import FeatureEmbedding
 from zoo.layers.pfkv import PFKVDecoderLayer
 from zoo.layers.prefix_valid_mask import PrefixValidMask
-from zoo.layers.rest_ffn import RestFFN
+from zoo.layers.swiglu import SwiGLU
 from zoo.layers.rote import default_granularities
 from zoo.layers.srn import SRN
 from zoo.models.zoo_model import ZooModel
@@ -175,7 +175,7 @@ def _make_layers(schema, d, num_heads, encoder_depth, decoder_depth, ffn_dim, ml
     for l in range(1, encoder_depth + 1):
         attention = DualGatedAttention(num_heads, causal=True, time_granularities=granularities, name=f"dga_{l}")
         layers.append(SRN(attention, post_norm=l <= switch, name=f"encoder_{l}_attention"))
-        layers.append(SRN(RestFFN(ffn_dim, name=f"ffn_{l}"), post_norm=l <= switch, name=f"encoder_{l}_ffn"))
+        layers.append(SRN(SwiGLU(ffn_dim, name=f"ffn_{l}"), post_norm=l <= switch, name=f"encoder_{l}_ffn"))
     layers.append(keras.layers.LayerNormalization(epsilon=1e-6, name="memory_norm"))
     layers.append(keras.layers.Embedding(1, d, name="cls_token"))
     for group in query_groups(schema)[1:-1]:
