@@ -1,6 +1,7 @@
 import keras
 from keras import ops
 
+from zoo.errors import ZooError
 from zoo.layers.masked_softmax import masked_softmax
 from zoo.layers.rote import RotaryPositionTime
 
@@ -37,19 +38,21 @@ class DualGatedAttention(keras.layers.Layer):
         self.time_granularities = None if time_granularities is None else [int(t) for t in time_granularities]
         self.max_wavelength = max_wavelength
         if self.time_granularities is not None and len(self.time_granularities) != num_heads:
-            raise ValueError(
-                f"time_granularities has {len(self.time_granularities)} entries but there are {num_heads} heads"
+            raise ZooError(
+                f"DualGatedAttention: time_granularities has {len(self.time_granularities)} entries "
+                f"but num_heads is {num_heads}"
             )
         self.rotary = (
             None
             if self.time_granularities is None
-            else RotaryPositionTime(self.time_granularities, max_wavelength, name="rotary")
+            else RotaryPositionTime(self.time_granularities, max_wavelength, dtype=self.dtype_policy, name="rotary")
         )
 
     def build(self, x_shape, valid_shape=None, time_shape=None):
         d = x_shape[-1]
         if d % self.num_heads or (self.rotary is not None and (d // self.num_heads) % 2):
-            raise ValueError(f"width {d} must split into {self.num_heads} heads (of even width with rotation)")
+            rotated = " of even width (RoPE/RoTE rotate pairs)" if self.rotary is not None else ""
+            raise ZooError(f"DualGatedAttention: width {d} does not split into {self.num_heads} heads{rotated}")
         self.head_dim = d // self.num_heads
         # W_Q, W_K, W_V, W_gv, W_go, W_o, each [d, d], in this order (get_weights order).
         for name in ("w_q", "w_k", "w_v", "w_gv", "w_go", "w_o"):
@@ -70,7 +73,8 @@ class DualGatedAttention(keras.layers.Layer):
         if self.causal:
             lower = ops.greater_equal(ops.arange(length)[:, None], ops.arange(length)[None, :])
             allowed = ops.logical_and(allowed, lower[None])
-        logits = ops.einsum("bqhe,bkhe->bhqk", q, k) / ops.sqrt(float(self.head_dim))
+        scale = ops.cast(1.0 / self.head_dim**0.5, q.dtype)
+        logits = ops.einsum("bqhe,bkhe->bhqk", q, k) * scale
         allowed = allowed[:, None, :, :]  # [B, 1, Lq, Lk]
         weights = masked_softmax(logits, allowed)
         h = ops.einsum("bhqk,bkhe->bqhe", weights, v)

@@ -3,6 +3,7 @@ import numpy as np
 from layers.rote_test import rotation
 from tests.references import sigmoid
 from tests.testing import TestCase, to_numpy
+from zoo import ZooError
 from zoo.layers.dga import DualGatedAttention
 
 
@@ -95,8 +96,10 @@ class DualGatedAttentionTest(TestCase):
         np.testing.assert_array_equal(out[2], 0.0)  # empty history
         np.testing.assert_array_equal(out[0, :2], 0.0)  # padding queries see no real behaviour
 
-    def test_bad_head_count_is_rejected(self):
-        with self.assertRaises(ValueError):
+    def test_bad_head_count_is_a_clear_error(self):
+        with self.assertRaisesRegex(ZooError, r"^DualGatedAttention: time_granularities has 2 entries but num_heads is 3$"):
             DualGatedAttention(num_heads=3, time_granularities=[0, 1])
-        with self.assertRaises(ValueError):
+        with self.assertRaisesRegex(ZooError, r"^DualGatedAttention: width 8 does not split into 3 heads$"):
             DualGatedAttention(num_heads=3)(X, VALID)
+        with self.assertRaisesRegex(ZooError, r"heads of even width \(RoPE/RoTE rotate pairs\)$"):
+            DualGatedAttention(num_heads=8, time_granularities=[0] * 8)(X, VALID, TIME)

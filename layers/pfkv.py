@@ -1,6 +1,7 @@
 import keras
 from keras import ops
 
+from zoo.errors import ZooError
 from zoo.layers.masked_softmax import masked_softmax
 
 
@@ -38,13 +39,17 @@ class PFKVDecoderLayer(keras.layers.Layer):
         self.num_token_types = num_token_types
         self.ffn_dim = ffn_dim
         self.epsilon = epsilon
-        self.attention_norm = keras.layers.LayerNormalization(epsilon=epsilon, name="attention_norm")
-        self.ffn_norm = keras.layers.LayerNormalization(epsilon=epsilon, name="ffn_norm")
+        norm = lambda name: keras.layers.LayerNormalization(epsilon=epsilon, dtype=self.dtype_policy, name=name)  # noqa: E731
+        self.attention_norm = norm("attention_norm")
+        self.ffn_norm = norm("ffn_norm")
 
     def build(self, z_shape, memory_shape=None, allowed_shape=None):
         k, d, f = self.num_token_types, z_shape[-1], self.ffn_dim
         if z_shape[-2] != k or d % self.num_heads:
-            raise ValueError(f"z must be [B, M, {k}, d] with d divisible by {self.num_heads}, got {z_shape}")
+            raise ZooError(
+                f"PFKVDecoderLayer: the query tokens must be [B, M, {k}, d] with d divisible by "
+                f"{self.num_heads} heads, got {list(z_shape)}"
+            )
         shapes = {"w_q": (k, d, d), "w_go": (k, d, d), "w_o": (d, d), "w_1": (k, d, f), "w_3": (k, d, f), "w_2": (k, f, d)}
         for name, shape in shapes.items():
             initializer = keras.initializers.GlorotUniform()
@@ -62,7 +67,7 @@ class PFKVDecoderLayer(keras.layers.Layer):
         q = ops.einsum("bmkd,kde->bmke", z, self.w_q)
         q = ops.reshape(q, (b, m, k, self.num_heads, d_h))
         h = ops.reshape(memory, (b, ops.shape(memory)[1], self.num_heads, d_h))  # K = V = H
-        logits = ops.einsum("bmkhe,blhe->bmkhl", q, h) / ops.sqrt(float(d_h))
+        logits = ops.einsum("bmkhe,blhe->bmkhl", q, h) * ops.cast(1.0 / d_h**0.5, q.dtype)
         allowed = allowed[:, :, None, None, :]  # [B, M, 1, 1, L]
         weights = masked_softmax(logits, allowed)
         context = ops.reshape(ops.einsum("bmkhl,blhe->bmkhe", weights, h), (b, m, k, d))

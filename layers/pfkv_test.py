@@ -2,6 +2,7 @@ import numpy as np
 
 from tests.references import layer_norm, sigmoid
 from tests.testing import TestCase, to_numpy
+from zoo import ZooError
 from zoo.layers.pfkv import PFKVDecoderLayer
 
 
@@ -93,3 +94,12 @@ class PFKVDecoderLayerTest(TestCase):
         none = np.zeros_like(ALLOWED)
         z = layer.attention_norm(Z)
         np.testing.assert_array_equal(to_numpy(layer.cross_attention(z, MEMORY, none)), 0.0)
+
+    def test_bad_token_shape_is_a_clear_error(self):
+        with self.assertRaisesRegex(
+            ZooError,
+            r"^PFKVDecoderLayer: the query tokens must be \[B, M, 3, d\] with d divisible by 2 heads, got \[2, 3, 4, 8\]$",
+        ):
+            PFKVDecoderLayer(num_heads=2, num_token_types=3, ffn_dim=6)(Z, MEMORY, ALLOWED)
+        with self.assertRaisesRegex(ZooError, r"d divisible by 3 heads"):
+            PFKVDecoderLayer(num_heads=3, num_token_types=4, ffn_dim=6)(Z, MEMORY, ALLOWED)

@@ -1,15 +1,20 @@
 import keras
 from keras import ops
 
+from zoo.errors import ZooError
+
 SECOND, MINUTE, HOUR, DAY, WEEK = 1, 60, 3600, 86400, 7 * 86400
 YEAR = 365 * DAY
-QUARTER = YEAR // 4
+QUARTER = YEAR // 4  # 91.25 days (7,884,000 s): a quarter of a 365-day year
 # ReST §2.1: one RoPE head, the others seconds, minutes, hours, days, weeks, quarters, years.
 TIME_GRANULARITIES = (SECOND, MINUTE, HOUR, DAY, WEEK, QUARTER, YEAR)
 
 
 def default_granularities(num_heads):
-    """τ_h per head: 0 (RoPE, the sequence index) for head 0, then s/min/h/day/week/quarter/year, cycling."""
+    """τ_h per head: 0 (RoPE, the sequence index) for head 0, then s/min/h/day/week/quarter/year, cycling.
+
+    The paper names the granularities only; here a year is 365 days and a quarter a fourth of it,
+    91.25 days (7,884,000 s)."""
     return [0] + [TIME_GRANULARITIES[h % len(TIME_GRANULARITIES)] for h in range(num_heads - 1)]
 
 
@@ -20,11 +25,13 @@ class RotaryPositionTime(keras.layers.Layer):
         RoPE heads (τ_h = 0):  position n = the sequence index
         RoTE heads (τ_h > 0):  position b_i = floor((t_i - t_1) / τ_h)
 
-    with t_1 the time of the user's first real (non-padding) behaviour, and R_Θ(x) the block-diagonal
-    rotation of RoFormer: the pair (x_j, x_{j + d_h/2}) turns by x·θ_j, θ_j = max_wavelength^(-2j/d_h)
-    (the half-split layout of keras-hub's RotaryEmbedding). Since R_Θ(b_n)^T R_Θ(b_m) = R_Θ(b_m - b_n),
-    the score q^T k after rotation depends on bucket differences only, so shifting every timestamp by
-    the same amount leaves it unchanged (exactly: b_i is computed from t_i - t_1).
+    with t_1 the time of the user's first real (non-padding) behaviour (`default_granularities`: one
+    RoPE head, then second, minute, hour, day, week, quarter = 91.25 days, year = 365 days), and
+    R_Θ(x) the block-diagonal rotation of RoFormer: the pair (x_j, x_{j + d_h/2}) turns by x·θ_j,
+    θ_j = max_wavelength^(-2j/d_h) (the half-split layout of keras-hub's RotaryEmbedding). Since
+    R_Θ(b_n)^T R_Θ(b_m) = R_Θ(b_m - b_n), the score q^T k after rotation depends on bucket differences
+    only, so shifting every timestamp by the same amount leaves it unchanged (exactly: b_i is computed
+    from t_i - t_1).
 
     Precision: t_i - t_1 and the floor division are integer operations (exact; int32 holds 68 years of
     seconds, and JAX without x64 hands the model int32 times anyway). The bucket is then cast to
@@ -45,7 +52,7 @@ class RotaryPositionTime(keras.layers.Layer):
         super().__init__(**kwargs)
         self.time_granularities = [int(tau) for tau in time_granularities]
         if any(tau < 0 for tau in self.time_granularities):
-            raise ValueError(f"time_granularities must be >= 0 seconds, got {self.time_granularities}")
+            raise ZooError(f"RotaryPositionTime: time_granularities must be >= 0 seconds, got {self.time_granularities}")
         self.max_wavelength = max_wavelength
 
     def positions(self, time, valid):

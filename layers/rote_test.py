@@ -1,6 +1,7 @@
 import numpy as np
 
 from tests.testing import TestCase, to_numpy
+from zoo import ZooError
 from zoo.layers.rote import RotaryPositionTime, default_granularities
 
 
@@ -88,6 +89,11 @@ class RotaryPositionTimeTest(TestCase):
         self.assertEqual(default_granularities(8), [0, 1, 60, 3600, 86400, 604800, 7884000, 31536000])
         self.assertEqual(default_granularities(10)[8:], [1, 60])
 
-    def test_negative_granularity_is_rejected(self):
-        with self.assertRaises(ValueError):
+    def test_negative_granularity_is_a_clear_error(self):
+        with self.assertRaisesRegex(
+            ZooError, r"^RotaryPositionTime: time_granularities must be >= 0 seconds, got \[0, -60\]$"
+        ):
             RotaryPositionTime([0, -60])
+
+    def test_quarter_is_91_25_days(self):
+        self.assertEqual(default_granularities(7)[-1], 91.25 * 86400)
