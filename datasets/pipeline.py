@@ -22,13 +22,24 @@ from zoo.errors import ZooError
 MODES = (None, "parallel", "prefix")
 
 
+def tensor_specs(schema, num_candidates=None, any_candidates=False):
+    """One tf.TensorSpec per Schema key, for tf.data and for serving signatures alike: named after the
+    key, batch dimension dynamic, ids int32, times int64, numerics float32. M = `num_candidates`
+    (default: the schema's); `any_candidates=True` leaves M dynamic too (cand_* [None, None])."""
+    import tensorflow as tf
+
+    specs = {}
+    for key, (shape, dtype) in schema.input_spec(num_candidates).items():
+        if any_candidates and key.startswith("cand_"):
+            shape = (None,)
+        specs[key] = tf.TensorSpec((None,) + tuple(shape), dtype, name=key)
+    return specs
+
+
 def _signature(schema, num_candidates, weighted):
     import tensorflow as tf
 
-    spec = {
-        key: tf.TensorSpec(shape=(None,) + shape, dtype=dtype)
-        for key, (shape, dtype) in schema.input_spec(num_candidates).items()
-    }
+    spec = tensor_specs(schema, num_candidates)
     labels = tf.TensorSpec(shape=(None, num_candidates), dtype="float32")
     if weighted:
         return spec, labels, tf.TensorSpec(shape=(None, num_candidates), dtype="float32")

@@ -45,10 +45,10 @@ class CTRTransformerTokens(keras.layers.Layer):
         self.width = width
         self.field_keys = [f.key for group in ("cand", "user", "ctx") for f in self.schema.group(group)]
         self.field_projections = {
-            key: keras.layers.Dense(width, name=f"project_{key}") for key in self.field_keys
+            key: keras.layers.Dense(width, name=f"project_{key}", dtype=self.dtype_policy) for key in self.field_keys
         }
         self.history_projection = (
-            keras.layers.Dense(width, name="project_hist") if self.schema.group("hist") else None
+            keras.layers.Dense(width, name="project_hist", dtype=self.dtype_policy) if self.schema.group("hist") else None
         )
 
     def build(self, embedded_shape=None):

@@ -22,11 +22,12 @@ class DenseFormerStack(keras.layers.Layer):
     Args:
         num_layers: L.
         num_heads: attention heads (d / num_heads channels each; FFN hidden 4d).
+        dropout: residual dropout inside every Transformer layer while training.
     Call:
         x [B, n, d], valid [B, n] bool (False = padding token) -> [B, n, d].
     """
 
-    def __init__(self, num_layers=8, num_heads=4, **kwargs):
+    def __init__(self, num_layers=8, num_heads=4, dropout=0.0, **kwargs):
         super().__init__(**kwargs)
         if not isinstance(num_layers, int) or num_layers < 1:
             raise ZooError(f"DenseFormerStack num_layers is {num_layers!r}; it must be an integer >= 1")
@@ -34,6 +35,7 @@ class DenseFormerStack(keras.layers.Layer):
             raise ZooError(f"DenseFormerStack num_heads is {num_heads!r}; it must be an integer >= 1")
         self.num_layers = num_layers
         self.num_heads = num_heads
+        self.dropout = float(dropout)
         self.transformer_layers = []
         self.dwa_weights = []
 
@@ -42,7 +44,9 @@ class DenseFormerStack(keras.layers.Layer):
         if d % self.num_heads:
             raise ZooError(f"DenseFormerStack width d = {d} is not divisible by num_heads = {self.num_heads}")
         self.transformer_layers = [
-            DeResTransformerLayer(self.num_heads, d // self.num_heads, 4 * d, name=f"layer_{l}")
+            DeResTransformerLayer(
+                self.num_heads, d // self.num_heads, 4 * d, dropout=self.dropout, name=f"layer_{l}", dtype=self.dtype_policy
+            )
             for l in range(1, self.num_layers + 1)
         ]
         for layer in self.transformer_layers:
@@ -62,7 +66,7 @@ class DenseFormerStack(keras.layers.Layer):
         y = x
         for layer, weights in zip(self.transformer_layers, self.dwa_weights):
             outputs.append(y + layer(y, valid=valid))
-            y = ops.einsum("j,bnjd->bnd", weights, ops.stack(outputs, axis=2))
+            y = ops.einsum("j,bnjd->bnd", ops.cast(weights, y.dtype), ops.stack(outputs, axis=2))
         return y
 
     def compute_output_shape(self, x_shape, valid_shape=None):
@@ -70,5 +74,5 @@ class DenseFormerStack(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update({"num_layers": self.num_layers, "num_heads": self.num_heads})
+        config.update({"num_layers": self.num_layers, "num_heads": self.num_heads, "dropout": self.dropout})
         return config

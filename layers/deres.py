@@ -56,7 +56,8 @@ class DeRes(keras.layers.Layer):
       own output would not reach d_l until its block completes. At a boundary acc has just been
       written and reset, so there is no partial source; with B = L (the default B = L = 8) every
       layer is a boundary and the two readings coincide. The partial block is reported as the block
-      it will become (column b(l) + 1 of the alpha matrix).
+      it will become (column b(l) + 1 of the alpha matrix). `attend_partial_block=False` follows
+      Algorithm 1 literally instead: K (line 14) holds only BlockBuf, the completed blocks and B_0.
     - feed: read literally, Algorithm 1 never feeds x_l (l < L) onward, so only the last gate
       matters ("paths"). With "fused" (default) the identity path continues from the fused state,
       r_l = x_{l-1} + f^res_l(x_{l-1}) with x_0 = r_0 (eq 11 writes the identity Jacobian over
@@ -87,6 +88,8 @@ class DeRes(keras.layers.Layer):
         paths: "dual", "residual-only" or "attnres-only".
         feed: "fused" or "paths" (see above).
         residual_matrix: "identity" (eq 2) or "learnable".
+        attend_partial_block: whether d_l also attends to the running partial block (see above).
+        dropout: residual dropout inside every Transformer layer while training (DeRes §4: 0.1).
     Call:
         x [B, n, d], valid [B, n] bool (False = padding token) -> [B, n, d].
     """
@@ -101,6 +104,8 @@ class DeRes(keras.layers.Layer):
         paths="dual",
         feed="fused",
         residual_matrix="identity",
+        attend_partial_block=True,
+        dropout=0.0,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -131,6 +136,8 @@ class DeRes(keras.layers.Layer):
         self.paths = paths
         self.feed = feed
         self.residual_matrix = residual_matrix
+        self.attend_partial_block = bool(attend_partial_block)
+        self.dropout = float(dropout)
         self.residual_layers = []
         self.attnres_layers = []
         self.block_attentions = []
@@ -150,6 +157,7 @@ class DeRes(keras.layers.Layer):
         d = x_shape[-1]
         L = self.num_layers
         width, sublayer = path_sublayer(d, self.num_heads, dual=self.paths == "dual")
+        sublayer.update(dropout=self.dropout, dtype=self.dtype_policy)
         path_shape = tuple(x_shape[:-1]) + (width,)
         if self.has_identity_path:
             self.residual_layers = [DeResTransformerLayer(**sublayer, name=f"residual_layer_{l}") for l in range(1, L + 1)]
@@ -164,16 +172,16 @@ class DeRes(keras.layers.Layer):
             ]
         if self.has_attnres_path:
             self.block_attentions = [
-                DeResBlockAttention(self.weighting, name=f"block_attention_{l}") for l in range(1, L + 1)
+                DeResBlockAttention(self.weighting, name=f"block_attention_{l}", dtype=self.dtype_policy) for l in range(1, L + 1)
             ]
             for attention in self.block_attentions:
                 attention.build((None, None, None, width))
         if self.paths == "dual":
             if self.fusion == "gated":
-                self.gates = [DeResGate(name=f"gate_{l}") for l in range(1, L + 1)]
+                self.gates = [DeResGate(name=f"gate_{l}", dtype=self.dtype_policy) for l in range(1, L + 1)]
                 for gate in self.gates:
                     gate.build(path_shape, path_shape)
-            self.output_projection = keras.layers.Dense(d, name="output_projection")
+            self.output_projection = keras.layers.Dense(d, name="output_projection", dtype=self.dtype_policy)
             self.output_projection.build(path_shape)
         self.built = True
 
@@ -196,7 +204,7 @@ class DeRes(keras.layers.Layer):
             acc = None
         state["acc"] = acc
         blocks, scales = state["blocks"], state["scales"]
-        if acc is not None:
+        if acc is not None and self.attend_partial_block:
             blocks, scales = blocks + [acc], scales + [attention.inverse_rms(acc)]
         alpha = attention(blocks, scales)  # [B, n, S]
         # d_l = sum_b alpha_{l,b} B_b over the list of blocks: one fused loop that reads each block
@@ -279,6 +287,8 @@ class DeRes(keras.layers.Layer):
                 "paths": self.paths,
                 "feed": self.feed,
                 "residual_matrix": self.residual_matrix,
+                "attend_partial_block": self.attend_partial_block,
+                "dropout": self.dropout,
             }
         )
         return config

@@ -20,7 +20,7 @@ class DeResGate(keras.layers.Layer):
 
     def build(self, r_shape, d_shape=None):
         width = r_shape[-1]
-        self.projection = keras.layers.Dense(width, activation="sigmoid", name="projection")
+        self.projection = keras.layers.Dense(width, activation="sigmoid", name="projection", dtype=self.dtype_policy)
         self.projection.build(tuple(r_shape[:-1]) + (2 * width,))
         self.built = True
 

@@ -43,8 +43,8 @@ def branch(layer, l, v, valid, path=IDENTITY):
 class Path2:
     """Algorithm 1 lines 3, 9-10, 14-16 (eq 3-5): block buffer, accumulator, block weights."""
 
-    def __init__(self, layer, d0, weighting):
-        self.layer, self.weighting = layer, weighting
+    def __init__(self, layer, d0, weighting, partial=True):
+        self.layer, self.weighting, self.partial = layer, weighting, partial
         self.d, self.buffer, self.acc = d0, [d0], None
         self.per_block = layer.num_layers // layer.num_blocks
 
@@ -54,8 +54,9 @@ class Path2:
         if l % self.per_block == 0:
             self.buffer.append(self.acc)
             self.acc = None
-        # The partial block (a non-empty acc) joins the sources, as in Attention Residuals.
-        sources = self.buffer + ([] if self.acc is None else [self.acc])
+        # The partial block (a non-empty acc) joins the sources, as in Attention Residuals; the literal
+        # Algorithm 1 (line 14) reads BlockBuf only.
+        sources = self.buffer + ([] if self.acc is None or not self.partial else [self.acc])
         w_l = to_numpy(self.layer.block_attentions[l - 1].query)
         logits = np.stack([rms_norm(b) @ w_l for b in sources], axis=-1)  # [B, n, S]
         alpha = block_weights(logits, self.weighting)
@@ -63,11 +64,12 @@ class Path2:
         return self.d
 
 
-def reference_algorithm_1(layer, x, valid, weighting, feed="fused", fusion="gated"):
-    """DeRes Algorithm 1 in NumPy; feed="paths" is the literal reading, "fused" feeds x_{l-1} to Path 1."""
+def reference_algorithm_1(layer, x, valid, weighting, feed="fused", fusion="gated", partial=True):
+    """DeRes Algorithm 1 in NumPy; feed="paths" is the literal reading, "fused" feeds x_{l-1} to Path 1;
+    partial=False attends to the completed blocks only (line 14 literally)."""
     x = x.astype("float64")
     half = x.shape[-1] // 2
-    r, path2 = x[..., :half], Path2(layer, x[..., half:], weighting)
+    r, path2 = x[..., :half], Path2(layer, x[..., half:], weighting, partial)
     fused = r
     for l in range(1, layer.num_layers + 1):
         source = fused if feed == "fused" else r
@@ -141,6 +143,23 @@ class DeResTest(TestCase):
             layer = built(x, valid, weighting=weighting, feed=feed, num_layers=layers, num_blocks=blocks)
             expected = reference_algorithm_1(layer, x, valid, weighting, feed)
             self.assertAllClose(layer(x, valid=valid), expected, atol=2e-4, msg=f"{weighting}/{feed}/L={layers}/B={blocks}")
+
+    def test_literal_algorithm_1_attends_to_completed_blocks_only(self):
+        x, valid = inputs()
+        layer = built(x, valid, weighting="silu", num_layers=4, num_blocks=2, attend_partial_block=False)
+        expected = reference_algorithm_1(layer, x, valid, "silu", partial=False)
+        self.assertAllClose(layer(x, valid=valid), expected, atol=2e-4)
+        self.assertFalse(np.allclose(expected, reference_algorithm_1(layer, x, valid, "silu", partial=True), atol=1e-3))
+        # Layer 1 (l = 1 of L/B = 2) sees only B_0, layer 2 the completed B_0 and B_1.
+        self.assertEqual(layer.introspect(x, valid)["alpha_available"].sum(axis=1).tolist(), [1, 2, 2, 3])
+
+    def test_dropout_acts_in_training_only(self):
+        x, valid = inputs()
+        layer = built(x, valid, num_layers=2, num_blocks=2, dropout=0.5)
+        self.assertEqual(layer.get_config()["dropout"], 0.5)
+        inference = to_numpy(layer(x, valid=valid))
+        self.assertAllClose(layer(x, valid=valid, training=False), inference)
+        self.assertFalse(np.allclose(to_numpy(layer(x, valid=valid, training=True)), inference, atol=1e-4))
 
     def test_additive_fusion_and_relu(self):
         x, valid = inputs()

@@ -13,6 +13,8 @@ class DeResTransformerLayer(keras.layers.Layer):
 
     DeRes eq 1 writes the Pre-Norm layer with LayerNorm as
         Y = X + MHA(LN(X)),    X' = Y + FFN(LN(Y)),    FFN(v) = GELU(v W_1 + c_1) W_2 + c_2.
+    The paper names no FFN activation: GELU (exact, erf form) is this zoo's choice, the usual one of
+    the Pre-Norm Transformers DeRes builds on (BARS / OneTrans backbones).
     This layer returns the branch f(X) = X' - X = MHA(LN(X)) + FFN(LN(Y)), the
     "TransformerLayer_l(.)" of Algorithm 1: the inter-layer connection (identity, block attention
     residual, depth-weighted average) is the connector's business (layers/deres.py,
@@ -26,11 +28,12 @@ class DeResTransformerLayer(keras.layers.Layer):
         key_dim: width of each head's queries, keys and values.
         ffn_units: hidden width of the FFN.
         epsilon: LayerNorm epsilon.
+        dropout: residual dropout on the MHA and FFN outputs while training (DeRes §4: 0.1).
     Call:
         x [B, n, w], valid [B, n] bool (False = padding token, never attended to) -> f(x) [B, n, w].
     """
 
-    def __init__(self, num_heads, key_dim, ffn_units, epsilon=1e-6, **kwargs):
+    def __init__(self, num_heads, key_dim, ffn_units, epsilon=1e-6, dropout=0.0, **kwargs):
         super().__init__(**kwargs)
         for name, value in (("num_heads", num_heads), ("key_dim", key_dim), ("ffn_units", ffn_units)):
             if not isinstance(value, int) or value < 1:
@@ -39,6 +42,10 @@ class DeResTransformerLayer(keras.layers.Layer):
         self.key_dim = key_dim
         self.ffn_units = ffn_units
         self.epsilon = epsilon
+        if not 0.0 <= float(dropout) < 1.0:
+            raise ZooError(f"DeResTransformerLayer dropout is {dropout!r}; it must lie in [0, 1)")
+        self.dropout = float(dropout)
+        self.dropout_layer = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy) if self.dropout else None
 
     def build(self, x_shape, valid_shape=None):
         width = x_shape[-1]
@@ -82,10 +89,13 @@ class DeResTransformerLayer(keras.layers.Layer):
         logits = ops.einsum("bqhk,bshk->bhqs", q, k) * (1.0 / math.sqrt(self.key_dim))
         weights = ops.softmax(logits, axis=-1) if valid is None else masked_softmax(logits, valid[:, None, None, :])
         heads = ops.einsum("bhqs,bshk->bqhk", weights, v)
-        attended = ops.einsum("bqhk,hkw->bqw", heads, self.output_kernel) + self.output_bias
+        attended = self._drop(ops.einsum("bqhk,hkw->bqw", heads, self.output_kernel) + self.output_bias)
         y = self._norm(x + attended, self.ffn_norm_gamma, self.ffn_norm_beta)
         hidden = ops.gelu(ops.matmul(y, self.ffn_hidden_kernel) + self.ffn_hidden_bias, approximate=False)
-        return attended + ops.matmul(hidden, self.ffn_output_kernel) + self.ffn_output_bias
+        return attended + self._drop(ops.matmul(hidden, self.ffn_output_kernel) + self.ffn_output_bias)
+
+    def _drop(self, x):
+        return x if self.dropout_layer is None else self.dropout_layer(x)
 
     def compute_output_shape(self, x_shape, valid_shape=None):
         return x_shape
@@ -93,6 +103,12 @@ class DeResTransformerLayer(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(
-            {"num_heads": self.num_heads, "key_dim": self.key_dim, "ffn_units": self.ffn_units, "epsilon": self.epsilon}
+            {
+                "num_heads": self.num_heads,
+                "key_dim": self.key_dim,
+                "ffn_units": self.ffn_units,
+                "epsilon": self.epsilon,
+                "dropout": self.dropout,
+            }
         )
         return config

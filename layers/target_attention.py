@@ -21,10 +21,10 @@ class TargetAttention(keras.layers.Layer):
         super().__init__(**kwargs)
         self.units = tuple(units)
         self.hidden = [
-            keras.layers.Dense(width, activation="sigmoid", name=f"dense_{i}")
+            keras.layers.Dense(width, activation="sigmoid", name=f"dense_{i}", dtype=self.dtype_policy)
             for i, width in enumerate(self.units)
         ]
-        self.score = keras.layers.Dense(1, name="score")
+        self.score = keras.layers.Dense(1, name="score", dtype=self.dtype_policy)
 
     def build(self, candidates_shape, history_shape=None, history_valid_shape=None):
         shape = (None, None, None, 4 * candidates_shape[-1])

@@ -50,6 +50,24 @@ def _steps(dataset, steps_per_epoch):
     return steps if steps > 0 else None
 
 
+def model_overrides(recipe, model_class):
+    """The hyperparameters the recipe fixes that `model_class` takes (e.g. DeRes' dropout 0.1)."""
+    recipe = get_recipe(recipe)
+    names = set(model_class.hyperparameter_names())
+    return {key: value for key, value in recipe.model_overrides.items() if key in names}
+
+
+def check_model_overrides(model, recipe):
+    """A model built with other values than the ones its recipe fixes is an error, not a silent run."""
+    for key, value in model_overrides(recipe, type(model)).items():
+        if getattr(model, key) != value:
+            raise ZooError(
+                f"recipe '{recipe.name}' trains with {key}={value!r} but this {model.registered_name} has "
+                f"{key}={getattr(model, key)!r}: build it with {key}={value!r}, or pass model_overrides={{}} to "
+                "fit to train it as it is"
+            )
+
+
 def compile_for(model, recipe="suan", steps_per_epoch=None, **overrides):
     """Compiles `model` with the recipe's optimizer, binary cross-entropy and AUC/LogLoss."""
     recipe = get_recipe(recipe, **overrides)
@@ -83,6 +101,7 @@ def fit(
     progress bar. Returns the History.
     """
     recipe = get_recipe(recipe, **overrides)
+    check_model_overrides(model, recipe)
     keras.utils.set_random_seed(recipe.seeds[0])
     compile_for(model, recipe, steps_per_epoch=_steps(train, steps_per_epoch))
     extra = list(callbacks)

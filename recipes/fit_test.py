@@ -6,7 +6,7 @@ import numpy as np
 from tests.testing import TestCase, small_simulator
 import zoo
 from zoo.errors import ZooError
-from zoo.recipes import RECIPES, fit, get_recipe
+from zoo.recipes import RECIPES, fit, get_recipe, model_overrides
 from zoo.recipes.fit import learning_rate_schedule
 
 
@@ -46,6 +46,21 @@ class FitTest(TestCase):
             self.assertTrue(np.isfinite(history.history["loss"]).all(), name)
         optimizer = model.optimizer
         self.assertEqual(optimizer.clipnorm, 1.0)  # the deres recipe clips gradients
+
+    def test_a_recipes_model_overrides_apply(self):
+        from zoo.models import DIN, DeResP
+
+        self.assertEqual(model_overrides("deres", DeResP), {"dropout": 0.1})  # what `python -m zoo fit` builds with
+        self.assertEqual(model_overrides("deres", DIN), {})  # DIN has no dropout hyperparameter
+        simulator = small_simulator()
+        small = dict(num_layers=2, width=8, num_heads=2, num_blocks=2)
+        self.assertEqual(zoo.get("deres_p", schema=simulator.schema, **small).dropout, 0.1)
+        other = zoo.get("deres_p", schema=simulator.schema, dropout=0.0, **small)
+        train = simulator.dataset(32, batch_size=16, seed=1)
+        with self.assertRaisesRegex(ZooError, "recipe 'deres' trains with dropout=0.1 but this deres_p has dropout=0.0"):
+            fit(other, train, recipe="deres", steps_per_epoch=2, epochs=1, verbose=0)
+        history = fit(other, train, recipe="deres", steps_per_epoch=2, epochs=1, verbose=0, model_overrides={})
+        self.assertTrue(np.isfinite(history.history["loss"]).all())
 
     def test_backup_and_checkpoint_callbacks(self):
         simulator = small_simulator()

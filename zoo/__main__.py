@@ -19,55 +19,22 @@ def _list(args):
         parameters = f"{row['parameters']:,}" if row["parameters"] else "-"
         print(f"{row['name']:<{width}}  {parameters:>10} params  {row['description']}")
         print(f"{'':<{width}}  {'':>10}         {row['paper']}")
+        print(f"{'':<{width}}  {'':>10}         presets: {', '.join(row['presets']) or '-'}; "
+              f"signatures: {', '.join(row['signatures'])}")
+    print()
+    presets = zoo.list_presets()
+    width = max(len(row["preset"]) for row in presets)
+    for row in presets:
+        auc = (row["metrics"] or {}).get("test_auc")
+        score = f"test AUC {auc:.3f}" if auc is not None else ""
+        print(f"{row['preset']:<{width}}  {row['model']:<15} {score:<15} {row['description']}")
 
 
 def _demo(args):
     """Simulate data, train a small DIN, report AUC/LogLoss, save and reload a preset, score a request."""
-    import keras
-    import numpy as np
+    from zoo import demo
 
-    import zoo
-    from zoo.datasets import BehaviourSimulator
-
-    keras.utils.set_random_seed(args.seed)
-    print(f"[1/5] simulating behaviours (backend: {keras.backend.backend()})")
-    simulator = BehaviourSimulator(seed=args.seed)
-    train = simulator.dataset(args.rows, batch_size=256, seed=args.seed + 1)
-    test = simulator.dataset(args.rows // 5, batch_size=1024, seed=args.seed + 2, shuffle=False)
-
-    print(f"[2/5] training din on {args.rows:,} rows for {args.epochs} epochs")
-    model = zoo.get("din", schema=simulator.schema, attention_units=(32, 16), mlp_units=(64, 32))
-    model.compile(
-        optimizer=keras.optimizers.Adam(3e-3), loss="binary_crossentropy", metrics=zoo.recipes.default_metrics()
-    )
-    model.fit(train, epochs=args.epochs, verbose=1)
-
-    print("[3/5] evaluating on held-out rows")
-    metrics = model.evaluate(test, return_dict=True, verbose=0)
-    print(f"      AUC {metrics['auc']:.4f}   LogLoss {metrics['logloss']:.4f}")
-
-    preset = os.path.join(args.out, "din")
-    print(f"[4/5] saving the preset to {preset} and reloading it")
-    model.save_to_preset(preset, metadata={"metrics": {"test_auc": metrics["auc"], "test_logloss": metrics["logloss"]}})
-    restored = zoo.load(preset)
-
-    print("[5/5] scoring a request: one user, five candidates")
-    features, _ = simulator.sample(1, seed=args.seed + 3)
-    request = {k: np.repeat(v, 5, axis=0) for k, v in features.items()}
-    history = features["hist_category"][0][features["hist_category"][0] > 0]
-    recent = list(dict.fromkeys(history[::-1].tolist()))  # distinct categories, most recent first
-    unseen = [c for c in range(1, simulator.num_categories + 1) if c not in recent]
-    categories = np.array((recent[:2] + unseen)[:5], "int32")
-    request["cand_category"] = categories[:, None]
-    request["cand_item_id"] = np.array(
-        [simulator.items_by_category[c][0] for c in categories], "int32"
-    )[:, None]
-    scores = restored.score(request)
-    same = np.abs(scores - model.predict(request, verbose=0)).max()
-    print(f"      the user's recent categories, newest first: {recent[:5]}")
-    for item, category, pctr in zip(request["cand_item_id"][:, 0], categories, scores[:, 0]):
-        print(f"      candidate item {item:5d} (category {category:3d}): pctr {pctr:.4f}")
-    print(f"      reloaded preset agrees with the trained model within {same:.1e}")
+    demo.run(rows=args.rows, epochs=args.epochs, out=args.out, seed=args.seed)
 
 
 def _override(text):
@@ -99,8 +66,6 @@ def _data(args, split, rows):
         raise ZooError(f"--data {args.data} needs --path (the raw file or folder)")
     if not os.path.exists(args.path):
         raise ZooError(f"{args.path}: no such file or folder")
-    if not hasattr(datasets, "load"):
-        raise ZooError("this checkout has no data set readers yet; use --data simulator")
     return datasets.load(args.data, args.path, split=split, batch_size=args.batch_size)
 
 
@@ -108,9 +73,13 @@ def _fit(args):
     """Train a registered model by a recipe; write a preset and a JSON report."""
     import zoo
 
+    import keras
+
+    keras.utils.set_random_seed(args.seed)  # before anything random: the data and the model's weights
     train, schema = _data(args, "train", args.rows)
     val, _ = _data(args, "validation", max(args.rows // 5, 1))
-    overrides = dict(args.set or [])
+    model_class = zoo.registry.entry(args.model).cls
+    overrides = {**zoo.recipes.model_overrides(args.recipe, model_class), **dict(args.set or [])}
     model = zoo.get(args.model, schema=schema, **overrides)
     recipe_overrides = {"epochs": args.epochs} if args.epochs else {}
     history = zoo.recipes.fit(model, train, val, recipe=args.recipe, **recipe_overrides)
@@ -129,9 +98,8 @@ def _evaluate(args):
     import json
 
     import zoo
-    from zoo.registry import preset_directory
 
-    model = zoo.load(preset_directory(args.preset))
+    model = zoo.load(args.preset)
     data, _ = _data(args, "test", args.rows)
     report = zoo.recipes.evaluate(model, data, report_path=args.report, plots_dir=args.plots)
     print(json.dumps({k: v for k, v in report.items() if k in ("model", "rows", "auc", "logloss", "gauc")}, indent=2))
@@ -181,7 +149,7 @@ def _add_data_arguments(parser, rows):
 def _parser():
     parser = _Parser(prog="python -m zoo", description="keras-ctr-zoo command line")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    commands.add_parser("list", help="list the registered models").set_defaults(run=_list)
+    commands.add_parser("list", help="list the registered models and the shipped presets").set_defaults(run=_list)
 
     fit = commands.add_parser("fit", help=_fit.__doc__)
     fit.add_argument("model", help="registered model name")
@@ -193,7 +161,7 @@ def _parser():
     fit.set_defaults(run=_fit)
 
     evaluate = commands.add_parser("evaluate", help=_evaluate.__doc__)
-    evaluate.add_argument("preset", help="preset directory or registered name")
+    evaluate.add_argument("preset", help="preset directory, preset name or registered model name (its default preset)")
     _add_data_arguments(evaluate, 5_000)
     evaluate.add_argument("--report", help="write the JSON report here")
     evaluate.add_argument("--plots", help="write figures into this folder")
@@ -213,7 +181,7 @@ def _parser():
     tune.set_defaults(run=_tune)
 
     export = commands.add_parser("export", help=_export.__doc__)
-    export.add_argument("preset", help="registered name (its shipped preset) or preset directory")
+    export.add_argument("preset", help="preset directory, preset name or registered model name (its default preset)")
     export.add_argument("path", help="<base>/<version> directory to write, e.g. export/din/1")
     export.add_argument("--signature", default="serving_default", help="serving_default, parallel_candidates, encode_decode")
     export.add_argument("--m2", type=int, help="candidates per parallel pass (parallel_candidates)")

@@ -1,4 +1,5 @@
-"""Presets: a model as three files (keras-hub's layout), loadable under any backend.
+"""Presets: a model as three files (keras-hub's layout), loadable under any backend, and the one
+resolver from a name to a model (`get`, `load`, `resolve`, `list_presets`, `list_models`).
 
     <dir>/config.json        {"model": registered name, "config": hyperparameters incl. the Schema}
     <dir>/metadata.json      zoo, keras and backend versions, date, parameter count, the weights'
@@ -8,15 +9,27 @@
 Loading never deserializes code: config.json is plain JSON that goes through the registry to the
 model's own constructor (nothing but registered zoo classes can be named), and the weights are read
 by `Model.load_weights`. Every problem is one ZooError line naming the file.
+
+Shipped presets are listed per model, keras-hub style, in `zoo/models/<model>_presets.py`: a dict
+`PRESETS = {preset name: {"description": ..., "path": folder under saved/}}`, the first one being the
+model's default. Parameters, training data and metrics are not repeated there: `list_presets()` reads
+them from each folder's metadata.json, the one place they are written.
+
+Names resolve one way (`resolve`): a path (it contains a separator, starts with "." or is a Path) is a
+preset folder; a registered model name means that model's default preset; any other name is looked up
+among all shipped presets.
 """
 
 import datetime
 import hashlib
+import importlib
 import json
+import os
 from pathlib import Path
 
 import keras
 
+from zoo import registry
 from zoo.errors import ZooError
 
 CONFIG = "config.json"
@@ -122,18 +135,11 @@ def load_weights_file(model, path):
         raise ZooError(f"{path}: weights do not fit the config ({_first_line(error)})") from None
 
 
-def load(directory):
-    """Restores a preset under the current backend (see the module docstring for the checks)."""
-    from zoo.registry import entry
-
-    directory = Path(directory)
-    config = read_config(directory)
-    metadata = read_metadata(directory)
-    try:
-        item = entry(config["model"])
-    except ZooError as error:
-        raise ZooError(f"{directory / CONFIG}: {error}") from None
-    model = build(item, config["config"], source=str(directory / CONFIG))
+def load(name_or_directory):
+    """Restores a preset (a folder, or a shipped preset's name) under the current backend (see the
+    module docstring for the checks)."""
+    directory = resolve(name_or_directory)
+    model, metadata = _build_from_folder(directory)
     expected = metadata.get("weights_sha256")
     weights = directory / WEIGHTS
     if expected is None:
@@ -147,4 +153,160 @@ def load(directory):
             f"{weights}: sha256 does not match {directory / METADATA} (changed or truncated after saving)"
         )
     load_weights_file(model, weights)
+    return model
+
+
+def _build_from_folder(directory):
+    """The model a preset folder's config.json describes (no weights) and its metadata."""
+    config = read_config(directory)
+    metadata = read_metadata(directory)
+    try:
+        item = registry.entry(config["model"])
+    except ZooError as error:
+        raise ZooError(f"{directory / CONFIG}: {error}") from None
+    return build(item, config["config"], source=str(directory / CONFIG)), metadata
+
+
+# ---------------------------------------------------------------------- the shipped presets
+def _saved_root():
+    import zoo.saved
+
+    return Path(zoo.saved.__file__).parent
+
+
+def preset_table(model_name):
+    """The `PRESETS` table of a registered model (`<its module>_presets.py`), or {} when it ships none."""
+    module = registry.entry(model_name).cls.__module__ + "_presets"
+    try:
+        return dict(importlib.import_module(module).PRESETS)
+    except ModuleNotFoundError as error:
+        if error.name != module:
+            raise
+        return {}
+
+
+def _shipped():
+    """{preset name: (model name, table row)} over every registered model; names are unique."""
+    presets = {}
+    for model_name in registry.names():
+        for preset, row in preset_table(model_name).items():
+            if preset in presets and presets[preset][0] != model_name:
+                raise ZooError(f"preset name '{preset}' is listed by both {presets[preset][0]} and {model_name}")
+            presets[preset] = (model_name, row)
+    return presets
+
+
+def resolve(name_or_directory, preset=None):
+    """The folder of a preset: a path, a model name (its default preset, or `preset` of it) or a preset name."""
+    text = str(name_or_directory)
+    if isinstance(name_or_directory, Path) or os.sep in text or text.startswith("."):
+        if preset is not None:
+            raise ZooError(f"{text} is a preset folder already; preset={preset!r} names another")
+        if not Path(text).is_dir():
+            raise ZooError(f"{text}: no such preset directory")
+        return Path(text)
+    shipped = _shipped()
+    if text in registry.names():
+        table = preset_table(text)
+        if preset is None:
+            if not table:
+                raise ZooError(f"model '{text}' ships no preset: pass schema=... to build a fresh one")
+            preset = next(iter(table))
+        if preset not in table:
+            owner = f"a {shipped[preset][0]} preset" if preset in shipped else "not a shipped preset"
+            raise ZooError(f"preset '{preset}' is {owner} ({text} presets: {', '.join(table) or 'none'})")
+        return _saved_root() / table[preset]["path"]
+    if text in shipped:
+        if preset is not None:
+            raise ZooError(f"'{text}' is a preset already; preset={preset!r} names another")
+        return _saved_root() / shipped[text][1]["path"]
+    if Path(text).is_dir():
+        return Path(text)
+    import difflib
+
+    close = difflib.get_close_matches(text, registry.names() + sorted(shipped), n=1)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    raise ZooError(
+        f"unknown model '{text}' (known: {', '.join(registry.names())}; presets: {', '.join(sorted(shipped))}){hint}"
+    )
+
+
+def list_presets(model_name=None):
+    """One dict per shipped preset: preset, model, default, description, path, and from its
+    metadata.json the parameters, training data and metrics."""
+    rows = []
+    for preset, (model, row) in _shipped().items():
+        if model_name is not None and model != model_name:
+            continue
+        path = _saved_root() / row["path"]
+        metadata = read_metadata(path) if (path / METADATA).is_file() else {}
+        rows.append({
+            "preset": preset,
+            "model": model,
+            "default": preset == next(iter(preset_table(model))),
+            "description": row["description"],
+            "path": str(path),
+            "parameters": metadata.get("parameters"),
+            "training_data": metadata.get("training_data"),
+            "metrics": metadata.get("metrics"),
+        })
+    return rows
+
+
+def list_models():
+    """One dict per registered model: name, description, paper, signatures, its presets and the
+    parameters of its default preset (None when it ships none)."""
+    presets = list_presets()
+    rows = []
+    for name in registry.names():
+        item = registry.entry(name)
+        own = [row for row in presets if row["model"] == name]
+        rows.append({
+            "name": name,
+            "description": item.description,
+            "paper": item.paper,
+            "signatures": list(item.signatures),
+            "presets": [row["preset"] for row in own],
+            "parameters": next((row["parameters"] for row in own if row["default"]), None),
+        })
+    return rows
+
+
+def get(name, schema=None, preset=None, weights="default", **hyperparameters):
+    """A model by registered model name or preset name.
+
+    Without a schema or hyperparameters it loads a trained preset: `get("lightsuan")` the model's
+    default preset, `get("distilsuan")` or `get("lightsuan", preset="distilsuan")` another one.
+    With a `schema` and/or hyperparameters it builds a fresh, untrained model from the class defaults
+    (never from a preset's config) updated with the hyperparameters; a schema is required then.
+    `weights=None` never loads weights; a path loads that `.weights.h5` file into the model.
+    """
+    fresh = schema is not None or bool(hyperparameters)
+    if not fresh:
+        directory = resolve(name, preset)
+        if weights == "default":
+            return load(directory)
+        model, _ = _build_from_folder(directory)
+    else:
+        if preset is not None:
+            raise ZooError(
+                f"preset={preset!r} loads a trained preset; schema/hyperparameters build a fresh model: pass one or the other"
+            )
+        shipped = _shipped()
+        model_name = shipped[name][0] if name in shipped and name not in registry.names() else name
+        item = registry.entry(model_name)
+        unknown = sorted(set(hyperparameters) - set(item.cls.hyperparameter_names()))
+        if unknown:
+            raise ZooError(
+                f"{model_name} has no hyperparameter {', '.join(unknown)} "
+                f"(hyperparameters: {', '.join(item.cls.hyperparameter_names())})"
+            )
+        if schema is None:
+            raise ZooError(
+                f"hyperparameters build a fresh {model_name} from its class defaults: pass schema=... too "
+                f"(e.g. schema=zoo.get('{name}').schema for the preset's features)"
+            )
+        model = build(item, {**hyperparameters, "schema": schema}, source=f"{model_name} hyperparameters")
+    if weights not in (None, "default"):
+        load_weights_file(model, Path(weights))
     return model

@@ -88,3 +88,44 @@ class PresetsTest(TestCase):
 
         with self.assertRaisesRegex(ZooError, "not a registered zoo model"):
             zoo.save(keras.Sequential([keras.layers.Dense(1)]), self.dir)
+
+
+class PresetResolutionTest(TestCase):
+    """One resolver: a path, a model name (its default preset, or preset=...), or a preset name."""
+
+    def test_list_presets_reads_each_table_and_its_metadata(self):
+        from zoo.presets import preset_table
+
+        rows = {row["preset"]: row for row in zoo.list_presets()}
+        self.assertEqual(rows["distilsuan"]["model"], "lightsuan")
+        self.assertTrue(rows["lightsuan"]["default"])
+        self.assertFalse(rows["distilsuan"]["default"])
+        for row in rows.values():
+            self.assertTrue(row["description"])
+            self.assertGreater(row["parameters"], 0, row["preset"])
+            self.assertIn("test_auc", row["metrics"])
+            self.assertTrue(row["training_data"])
+            config = json.loads((Path(row["path"]) / CONFIG).read_text())
+            self.assertEqual(config["model"], row["model"], f"{row['path']} is not a {row['model']} preset")
+            self.assertIn(row["preset"], preset_table(row["model"]))
+        models = {row["name"]: row for row in zoo.list_models()}
+        self.assertEqual(models["lightsuan"]["presets"], ["lightsuan", "distilsuan"])
+        self.assertEqual(models["lightsuan"]["parameters"], rows["lightsuan"]["parameters"])
+
+    def test_names_resolve_one_way(self):
+        from zoo.presets import resolve
+
+        self.assertEqual(resolve("lightsuan").name, "lightsuan")  # the model's default preset
+        self.assertEqual(resolve("distilsuan"), resolve("lightsuan", preset="distilsuan"))
+        self.assertEqual(resolve(str(resolve("din"))), resolve("din"))  # a folder stays a folder
+        with self.assertRaisesRegex(ZooError, r"preset 'nope' is not a shipped preset \(din presets: din\)"):
+            resolve("din", preset="nope")
+        with self.assertRaisesRegex(ZooError, r"preset 'distilsuan' is a lightsuan preset \(din presets: din\)"):
+            resolve("din", preset="distilsuan")
+        with self.assertRaisesRegex(ZooError, "unknown model 'distilsaun'.*did you mean"):
+            resolve("distilsaun")
+
+    def test_get_loads_another_preset_by_name(self):
+        distilled = zoo.get("lightsuan", preset="distilsuan")
+        self.assertEqual(distilled.registered_name, "lightsuan")
+        self.assertEqual(zoo.get("distilsuan").count_params(), distilled.count_params())

@@ -15,11 +15,29 @@ class RegistryTest(TestCase):
         self.assertGreater(rows["din"]["parameters"], 0)
 
     def test_every_registered_model_has_a_small_test_config_and_a_preset(self):
-        from zoo.registry import names, shipped_preset
+        from zoo.presets import preset_table
+        from zoo.registry import names
 
         for name in names():
             self.assertIn(name, SMALL, f"add {name} to tests/model_configs.py")
-            self.assertIsNotNone(shipped_preset(name), f"{name} ships no preset in saved/")
+            self.assertTrue(preset_table(name), f"{name} lists no preset in zoo/models/{name}_presets.py")
+
+    def test_the_registry_imports_no_preset_model_or_serving_code(self):
+        import ast
+
+        from tests.testing import ROOT
+
+        tree = ast.parse((ROOT / "zoo" / "registry.py").read_text())
+        imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        self.assertEqual({name for name in imported if name.startswith("zoo")}, {"zoo.errors"})
+
+    def test_a_model_declares_its_export_signatures(self):
+        from zoo.registry import entry
+
+        self.assertEqual(entry("din").signatures, ("serving_default",))
+        self.assertIn("parallel_candidates", entry("lightsuan").signatures)
+        self.assertIn("encode_decode", entry("rest").signatures)
 
     def test_unknown_name_lists_the_known_ones_and_the_closest(self):
         with self.assertRaisesRegex(ZooError, r"unknown model 'nonexistent' \(known: .*din"):
@@ -27,23 +45,31 @@ class RegistryTest(TestCase):
         with self.assertRaisesRegex(ZooError, "did you mean 'din'"):
             zoo.get("dinn")
 
-    def test_get_without_arguments_returns_the_shipped_preset_with_weights(self):
-        from zoo.registry import shipped_preset
+    def test_get_without_arguments_returns_the_default_preset_with_weights(self):
+        from zoo.presets import resolve
 
         model = zoo.get("din")
         fresh = zoo.get("din", weights=None)
-        preset = zoo.load(shipped_preset("din"))
+        preset = zoo.load(resolve("din"))
         features, _ = small_simulator(**_preset_simulator()).sample(4)
         self.assertAllClose(model.predict(features, verbose=0), preset.predict(features, verbose=0))
         self.assertFalse(np.allclose(model.predict(features, verbose=0), fresh.predict(features, verbose=0)))
 
-    def test_get_with_schema_or_hyperparameters_builds_a_fresh_model(self):
+    def test_get_with_schema_or_hyperparameters_builds_a_fresh_model_from_the_class_defaults(self):
+        from zoo.models import DIN
+
         schema = small_simulator().schema
         model = zoo.get("din", schema=schema, **SMALL["din"])
         self.assertEqual(model.schema, schema)
         self.assertEqual(list(model.mlp_units), list(SMALL["din"]["mlp_units"]))
+        default = zoo.get("din", schema=schema)  # the shipped preset has mlp_units (64, 32)
+        self.assertEqual(tuple(default.mlp_units), DIN.__init__.__defaults__[1])
         with self.assertRaisesRegex(ZooError, "din has no hyperparameter depth"):
             zoo.get("din", depth=3)
+        with self.assertRaisesRegex(ZooError, "hyperparameters build a fresh din from its class defaults: pass schema"):
+            zoo.get("din", mlp_units=(8,))
+        with self.assertRaisesRegex(ZooError, "pass one or the other"):
+            zoo.get("lightsuan", preset="distilsuan", schema=schema)
 
     def test_get_loads_an_explicit_weights_file(self):
         schema = small_simulator().schema
@@ -61,8 +87,7 @@ class RegistryTest(TestCase):
 
 def _preset_simulator():
     """The simulator settings the shipped din preset was trained on (from its metadata)."""
-    from zoo.presets import read_metadata
-    from zoo.registry import shipped_preset
+    from zoo.presets import read_metadata, resolve
 
-    config = read_metadata(shipped_preset("din"))["training_data"]["simulator"]
+    config = read_metadata(resolve("din"))["training_data"]["simulator"]
     return {k: config[k] for k in ("num_users", "num_items", "num_categories", "sequence_length")}

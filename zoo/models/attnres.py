@@ -22,15 +22,17 @@ class AttnRes(ZooModel):
         num_blocks: B, a divisor of L.
         weighting: "softmax" (AttnRes, eq 4), "silu" (pointwise, eq 8) or "relu".
     `introspect(features)` returns the alpha_{l,b} matrix (gamma entries are None).
+        dropout: residual dropout in every Transformer layer while training (DeRes §4: 0.1).
     """
 
-    def __init__(self, schema, num_layers=8, width=128, num_heads=4, num_blocks=8, weighting="softmax", **kwargs):
+    def __init__(self, schema, num_layers=8, width=128, num_heads=4, num_blocks=8, weighting="softmax", dropout=0.1, **kwargs):
         connector = DeRes(
             num_layers=num_layers,
             num_heads=num_heads,
             num_blocks=num_blocks,
             weighting=weighting,
             paths="attnres-only",
+            dropout=dropout,
             name="connector",
         )
         schema, inputs, pctr = ctr_transformer_graph(schema, connector, width)
@@ -39,6 +41,7 @@ class AttnRes(ZooModel):
         self.num_layers = num_layers
         self.width = width
         self.num_heads = num_heads
+        self.dropout = dropout
         self.num_blocks = num_blocks
         self.weighting = weighting
 

@@ -21,15 +21,17 @@ class CTRTransformer(ZooModel):
         num_layers: L.  width: d.  num_heads: attention heads.
         residual_matrix: "identity" (eq 1) or "learnable" (x_l = H_l x_{l-1} + f_l(x_{l-1}),
             H_l initialised to I: the learnable-residual ablation of Table 3a).
+        dropout: residual dropout in every Transformer layer while training (DeRes §4: 0.1).
     """
 
-    def __init__(self, schema, num_layers=8, width=128, num_heads=4, residual_matrix="identity", **kwargs):
+    def __init__(self, schema, num_layers=8, width=128, num_heads=4, residual_matrix="identity", dropout=0.1, **kwargs):
         connector = DeRes(
             num_layers=num_layers,
             num_heads=num_heads,
             num_blocks=1,
             paths="residual-only",
             residual_matrix=residual_matrix,
+            dropout=dropout,
             name="connector",
         )
         schema, inputs, pctr = ctr_transformer_graph(schema, connector, width)
@@ -38,4 +40,5 @@ class CTRTransformer(ZooModel):
         self.num_layers = num_layers
         self.width = width
         self.num_heads = num_heads
+        self.dropout = dropout
         self.residual_matrix = residual_matrix

@@ -19,13 +19,15 @@ class DenseFormer(ZooModel):
     Args:
         schema: the input contract (needs cand_ features).
         num_layers: L.  width: d.  num_heads: attention heads.
+        dropout: residual dropout in every Transformer layer while training (DeRes §4: 0.1).
     """
 
-    def __init__(self, schema, num_layers=8, width=128, num_heads=4, **kwargs):
-        connector = DenseFormerStack(num_layers=num_layers, num_heads=num_heads, name="connector")
+    def __init__(self, schema, num_layers=8, width=128, num_heads=4, dropout=0.1, **kwargs):
+        connector = DenseFormerStack(num_layers=num_layers, num_heads=num_heads, dropout=dropout, name="connector")
         schema, inputs, pctr = ctr_transformer_graph(schema, connector, width)
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)
         self.schema = schema
         self.num_layers = num_layers
         self.width = width
         self.num_heads = num_heads
+        self.dropout = dropout

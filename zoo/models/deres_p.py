@@ -27,6 +27,8 @@ class DeResP(ZooModel):
         fusion: "gated" (eq 6-7) or "additive" (ablation).
         feed: "fused" (the identity path continues from x_{l-1}) or "paths" (Algorithm 1 literally).
         residual_matrix: "identity" (eq 2) or "learnable" (Proposition 2 ablation).
+        dropout: residual dropout in every Transformer layer while training (DeRes §4: 0.1, the
+            `deres` recipe's value, hence the default).
     """
 
     def __init__(
@@ -40,6 +42,7 @@ class DeResP(ZooModel):
         fusion="gated",
         feed="fused",
         residual_matrix="identity",
+        dropout=0.1,
         **kwargs,
     ):
         connector = DeRes(
@@ -50,6 +53,7 @@ class DeResP(ZooModel):
             fusion=fusion,
             feed=feed,
             residual_matrix=residual_matrix,
+            dropout=dropout,
             name="connector",
         )
         schema, inputs, pctr = ctr_transformer_graph(schema, connector, width)
@@ -63,6 +67,7 @@ class DeResP(ZooModel):
         self.fusion = fusion
         self.feed = feed
         self.residual_matrix = residual_matrix
+        self.dropout = dropout
 
     def introspect(self, features):
         """alpha [L, B+1], alpha_negative_fraction [L, B+1], gamma_mean [L], gamma_std [L] (NumPy)."""

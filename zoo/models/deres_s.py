@@ -25,6 +25,7 @@ class DeResS(DeResP):
         fusion="gated",
         feed="fused",
         residual_matrix="identity",
+        dropout=0.1,
         **kwargs,
     ):
         super().__init__(
@@ -37,5 +38,6 @@ class DeResS(DeResP):
             fusion=fusion,
             feed=feed,
             residual_matrix=residual_matrix,
+            dropout=dropout,
             **kwargs,
         )

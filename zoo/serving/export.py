@@ -1,5 +1,6 @@
 """`zoo.export(model_or_preset, path, signature=...)`: a TF Serving SavedModel at <base>/<version>/."""
 
+import json
 import os
 import subprocess
 import sys
@@ -8,27 +9,33 @@ from pathlib import Path
 
 import keras
 
+from zoo import presets, registry
 from zoo.errors import ZooError
-from zoo.registry import preset_directory
+
+# Signature name -> the module under zoo.serving whose `endpoints(model, options)` builds it. A model
+# declares the ones it serves (besides serving_default) when it registers (`register(signatures=...)`).
+SIGNATURES = {
+    "serving_default": "plain",
+    "parallel_candidates": "parallel_candidates",
+    "encode_decode": "encode_decode",
+}
 
 
-def _signature_builders():
-    from zoo.serving import plain
+def _builder(signature):
+    import importlib
 
-    builders = {"serving_default": plain.endpoints}
-    try:
-        from zoo.serving import parallel_candidates
+    return importlib.import_module(f"zoo.serving.{SIGNATURES[signature]}").endpoints
 
-        builders["parallel_candidates"] = parallel_candidates.endpoints
-    except ImportError:
-        pass
-    try:
-        from zoo.serving import encode_decode
 
-        builders["encode_decode"] = encode_decode.endpoints
-    except ImportError:
-        pass
-    return builders
+def _check_signature(model_name, signature):
+    if signature not in SIGNATURES:
+        raise ZooError(f"unknown signature '{signature}' (signatures: {', '.join(SIGNATURES)})")
+    served = registry.entry(model_name).signatures
+    if signature not in served:
+        owners = [name for name in registry.names() if signature in registry.entry(name).signatures]
+        raise ZooError(
+            f"signature '{signature}' serves {' and '.join(owners)}; {model_name} exports with {', '.join(served)}"
+        )
 
 
 def _check_target(path):
@@ -58,17 +65,18 @@ def export(model_or_preset, path, signature="serving_default", **options):
     saved as a preset and re-exported in a TensorFlow subprocess.
     """
     path = _check_target(path)
-    builders = _signature_builders()
-    if signature not in builders:
-        raise ZooError(f"unknown signature '{signature}' (signatures: {', '.join(builders)})")
+    if signature not in SIGNATURES:
+        raise ZooError(f"unknown signature '{signature}' (signatures: {', '.join(SIGNATURES)})")
     model = None
     if isinstance(model_or_preset, keras.Model):
         model = model_or_preset
+        if getattr(model, "registered_name", None) is None:
+            raise ZooError(f"{type(model).__name__} is not a registered zoo model; only those export")
+        _check_signature(model.registered_name, signature)
     else:
-        preset = preset_directory(model_or_preset)
-        from zoo.presets import read_metadata
-
-        if read_metadata(preset).get("weights_sha256") is None:
+        preset = presets.resolve(model_or_preset)
+        _check_signature(presets.read_config(preset)["model"], signature)
+        if presets.read_metadata(preset).get("weights_sha256") is None:
             raise ZooError(f"{preset}: the preset has no weights; export needs trained weights")
     if keras.backend.backend() != "tensorflow":
         with tempfile.TemporaryDirectory() as scratch:
@@ -78,17 +86,15 @@ def export(model_or_preset, path, signature="serving_default", **options):
             _export_in_tensorflow(preset, path, signature, options)
         return path
     if model is None:
-        from zoo.presets import load
-
-        model = load(preset)
-    _write(model, path, builders[signature], signature, options)
+        model = presets.load(preset)
+    _write(model, path, _builder(signature), options)
     return path
 
 
 def _export_in_tensorflow(preset, path, signature, options):
-    command = [sys.executable, "-m", "zoo", "export", str(preset), str(path), "--signature", signature]
-    for key, value in options.items():
-        command += [f"--{key.replace('_', '-')}", str(value)]
+    """Runs `python -m zoo.serving` (zoo/serving/__main__.py) with the export's arguments as JSON."""
+    request = {"preset": str(preset), "path": str(path), "signature": signature, "options": options}
+    command = [sys.executable, "-m", "zoo.serving", json.dumps(request)]
     env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="3")
     result = subprocess.run(command, env=env, capture_output=True, text=True)
     if result.returncode != 0:
@@ -96,9 +102,7 @@ def _export_in_tensorflow(preset, path, signature, options):
         raise ZooError(lines[-1].removeprefix("error: ") if lines else "export under TensorFlow failed")
 
 
-def _write(model, path, builder, signature, options):
-    if getattr(model, "registered_name", None) is None:
-        raise ZooError(f"{type(model).__name__} is not a registered zoo model; only those export")
+def _write(model, path, builder, options):
     endpoints = builder(model, dict(options))
     archive = keras.export.ExportArchive()
     archive.track(model)

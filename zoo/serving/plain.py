@@ -1,14 +1,8 @@
 """`serving_default` for every registered model: the Schema's inputs (dynamic batch) -> `pctr` [B, M]."""
 
+from zoo.datasets.pipeline import tensor_specs
 
-def input_signature(schema, num_candidates=None):
-    """One tf.TensorSpec per Schema key, named after the key, batch dimension dynamic, ids int32, times int64."""
-    import tensorflow as tf
-
-    return {
-        key: tf.TensorSpec((None,) + tuple(shape), dtype, name=key)
-        for key, (shape, dtype) in schema.input_spec(num_candidates).items()
-    }
+input_signature = tensor_specs
 
 
 def endpoints(model, options):
@@ -19,7 +13,7 @@ def endpoints(model, options):
     def serve(features):
         return {"pctr": model(features, training=False)}
 
-    return {"serving_default": (serve, input_signature(model.schema))}
+    return {"serving_default": (serve, tensor_specs(model.schema))}
 
 
 def raise_unused(options, signature):
