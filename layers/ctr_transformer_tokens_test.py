@@ -19,6 +19,13 @@ class CTRTransformerTokensTest(TestCase):
         layer = CTRTransformerTokens(schema, width)
         return layer, embedded, layer(embedded)
 
+    def test_layer_basics(self):
+        schema = self.simulator.schema
+        features, _ = self.simulator.sample(3, seed=0)
+        embedded = {k: to_numpy(v) for k, v in FeatureEmbedding(schema)(features).items()}
+        n = 1 + 2 + 4 + 1 + 1 + schema.sequence_length
+        self.run_layer_test(CTRTransformerTokens, {"schema": schema.to_dict(), "width": 6}, embedded, (3, n, 6))
+
     def test_layout_and_mask(self):
         schema = self.simulator.schema  # cand: 2 fields, user: 4, ctx: 1, num: 1, L = 8
         features, _ = self.simulator.sample(3, seed=0)

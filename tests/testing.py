@@ -134,7 +134,8 @@ class TestCase(unittest.TestCase):
             self.assertIsInstance(clone, layer_cls)
             clone(*args, **call_kwargs)
             clone.set_weights(layer.get_weights())
-            self.assertAllClose(clone(*args, **call_kwargs), output)
+            for got, want in zip(keras.tree.flatten(clone(*args, **call_kwargs)), keras.tree.flatten(output)):
+                self.assertAllClose(got, want)
         symbolic = layer_cls.from_config(config)
         inputs_tree, model_inputs = _symbolic((args, call_kwargs))
         symbolic_output = keras.tree.flatten(symbolic(*inputs_tree[0], **inputs_tree[1]))[0]
