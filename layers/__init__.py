@@ -19,6 +19,8 @@ from zoo.layers.uab import UAB
 from zoo.layers.dga import DualGatedAttention
 from zoo.layers.pfkv import PFKVDecoderLayer
 from zoo.layers.prefix_valid_mask import PrefixValidMask
+from zoo.layers.rest_decoder import ReSTDecoder
+from zoo.layers.rest_encoder import ReSTEncoder
 from zoo.layers.rote import RotaryPositionTime
 from zoo.layers.srn import SRN
 from zoo.layers.masked_softmax import masked_softmax

@@ -13,7 +13,6 @@ import keras
 from keras import ops
 
 from zoo.errors import ZooError
-from zoo.models.rest import forward
 
 LAMBDA_SEQ = 0.1  # λ_seq, the weight of Figure 2
 # λ_align: the paper does not give it. 0.1 (as λ_seq) keeps the alignment term, which starts near
@@ -106,9 +105,9 @@ class ReSTTrainer(keras.Model):
         if align_weight and not schema.group("user"):
             raise ZooError("rest: the alignment loss needs user_ features; pass align_weight=0 without them")
         inputs = schema.inputs()
-        taps = forward(model.parts(), schema, inputs)
-        decoded, embedded = taps["decoded"], taps["embedded"]  # [B, M, K, d]
-        h_seq = ops.concatenate([decoded[:, :, 0], decoded[:, :, -1], embedded["cand"]], axis=-1)
+        taps = model.tap_model()(inputs)  # the model's own graph: pctr, decoded Z [B, M, K, d], cand, user
+        decoded = taps["decoded"]
+        h_seq = ops.concatenate([decoded[:, :, 0], decoded[:, :, -1], taps["cand"]], axis=-1)
         g_seq = keras.Sequential(
             [keras.layers.Dense(aux_units, activation="relu"), keras.layers.Dense(1)], name="g_seq"
         )
@@ -116,7 +115,7 @@ class ReSTTrainer(keras.Model):
         if schema.group("user"):
             m = schema.num_candidates
             cls_state = ops.reshape(decoded[:, :, 0], (-1, ops.shape(decoded)[-1]))  # [B M, d]
-            user = ops.reshape(ops.repeat(embedded["user"][:, None], m, axis=1), (-1, ops.shape(embedded["user"])[-1]))
+            user = ops.reshape(ops.repeat(taps["user"][:, None], m, axis=1), (-1, ops.shape(taps["user"])[-1]))
             outputs["align_logits"] = RestAlignment(aux_units, name="alignment")(cls_state, user)
             ids = ops.stack([ops.cast(inputs[f.key], "int32") for f in schema.group("user")], axis=-1)
             ids = ops.reshape(ops.repeat(ids[:, None], m, axis=1), (-1, ids.shape[-1]))  # [B M, F_u]

@@ -95,13 +95,13 @@ class ReSTTrainerTest(TestCase):
         grads = gradients(self.trainer, self.features, loss_fn)
         user_or_context = [
             p for p in grads
-            if p.startswith(("user_token", "context_token")) or "embedding_user_" in p or "embedding_ctx_" in p
+            if p.startswith(("decoder/user_token", "decoder/context_token")) or "embedding_user_" in p or "embedding_ctx_" in p
         ]
         self.assertGreaterEqual(len(user_or_context), 6)
         for path in user_or_context:
             np.testing.assert_array_equal(grads[path], 0.0, err_msg=path)
         # while the encoder does receive the auxiliary gradient (the point of L_seq)
-        self.assertGreater(np.abs(grads[next(p for p in grads if "dga_1" in p and p.endswith("w_v"))]).max(), 0)
+        self.assertGreater(np.abs(grads[next(p for p in grads if p.startswith("encoder/layer_1/") and p.endswith("w_v"))]).max(), 0)
 
     def test_total_loss_is_ce_plus_weighted_aux_losses(self):
         trainer = ReSTTrainer(self.model, seq_weight=0.1, align_weight=0.3, aux_units=8)

@@ -7,7 +7,7 @@ import zoo
 from tests.model_configs import SMALL
 from tests.testing import TestCase, small_simulator, to_numpy
 from zoo.layers.rote import default_granularities
-from zoo.models.rest import ReST, check_histories, switch_layer
+from zoo.models.rest import ReST, check_histories
 
 SIMULATOR = small_simulator()  # L = 8
 SCHEMA = SIMULATOR.schema
@@ -84,16 +84,22 @@ class ReSTModelTest(TestCase):
         with tempfile.TemporaryDirectory() as directory:
             self.run_model_saving_test(self.model, self.features, directory)
 
-    def test_srn_switches_from_post_to_pre_norm_at_a_quarter_of_the_depth(self):
-        self.assertEqual([switch_layer(depth) for depth in (1, 2, 4, 8, 16, 32)], [1, 1, 1, 2, 4, 8])
-        parts = self.model.parts()  # depth 2: L_switch = 1
-        for name, post in (("encoder_1_attention", True), ("encoder_1_ffn", True), ("encoder_2_attention", False)):
-            self.assertEqual(parts[name].post_norm, post, name)
+    def test_is_embedding_then_encoder_then_decoder(self):
+        names = [layer.name for layer in self.model.layers if not isinstance(layer, keras.layers.InputLayer)]
+        self.assertEqual(names, ["embedding", "encoder", "decoder"])
+        encoder, decoder = self.model.get_layer("encoder"), self.model.get_layer("decoder")
+        self.assertEqual([srn.post_norm for srn in encoder.encoder_layers], [True, False])  # depth 2: L_switch = 1
+        self.assertEqual(encoder.encoder_layers[0].attention.time_granularities, default_granularities(2))
+        self.assertEqual(decoder.token_types, ("cls", "context", "user", "cand"))
 
-    def test_default_heads_are_one_rope_then_time_granularities(self):
-        self.assertEqual(default_granularities(4), [0, 1, 60, 3600])
-        attention = self.model.parts()["encoder_1_attention"].sublayer
-        self.assertEqual(attention.time_granularities, default_granularities(2))
+    def test_serving_sub_models_share_the_models_layers(self):
+        for sub in (self.model.encoder(), self.model.decoder(5), self.model.tap_model()):
+            shared = {id(v) for v in self.model.weights}
+            self.assertTrue(all(id(v) in shared for v in sub.weights), sub.name)
+        self.assertIs(self.model.encoder(), self.model.encoder())  # built once
+        taps = self.model.tap_model().predict_on_batch(self.features)
+        self.assertAllClose(taps["pctr"], run(self.model, self.features), atol=1e-6)
+        self.assertEqual(taps["decoded"].shape, (6, 1, 4, 8))
 
     def test_encode_once_decode_many_equals_full_model_per_candidate(self):
         n = 5
