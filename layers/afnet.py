@@ -21,18 +21,31 @@ class AFNet(keras.layers.Layer):
         w_self, w_cross = softmax over the pair [e_self, e_cross], per channel          (eq 13-14)
         E_AFN = w_self * E_self + w_cross * E_cross                                     (eq 15)
 
-    Projections carry no biases (as written in eq 7-12); W1 maps d -> d/4. Logits are scaled by
-    1/sqrt(d_head) as in the self-attention. The profile E_p is [B, n2, d_p] (one token per user
-    feature); every sequence token attends to all of it.
+    Projections carry no biases (as written in eq 7-12); W1 maps d -> d/4 (d = n1·d in the paper's
+    symbols, the token width). The profile E_p is [B, n2, d_p] (one token per user feature); every
+    sequence token attends to all of it.
+
+    Scale of the cross-attention logits: 1/sqrt(d_head), d_head = d / h, the usual per-head scaled
+    dot product and the scale of the self-attention (eq 5 in the authors' code). The alternatives:
+    eq 8 as written divides by sqrt(n1·d), the full width (logits sqrt(h) times smaller than here);
+    the authors' code divides by sqrt(n2), the number of profile tokens (a temperature tied to the
+    feature count, not to the width). All three are one constant factor on the logits, which W2^Q can
+    absorb in training; they differ in the attention's sharpness at initialisation.
 
     `alignment_pool` chooses eq 11's pooling:
       - "causal" (default): each token pools E_sum over the positions it may attend to: a history
         token over the non-padding history up to itself, a candidate over the non-padding history
         and itself. The block stays causal and parallel candidate scoring stays exact.
-      - "global": eq 11 as written (and as the authors' code does it): one mean over every position,
-        padding, later behaviours and all candidates included. Earlier positions then depend on
-        later tokens and each candidate shifts the others' scores, so the history cache and exact
-        parallel scoring do not hold.
+      - "global": eq 11 as written: one mean of E_sum over every position of the target-aware
+        sequence, padding slots, later behaviours and all candidates included. Earlier positions then
+        depend on later tokens and each candidate shifts the others' scores, so the history cache and
+        exact parallel scoring do not hold. On rows without padding this is the authors' code (one
+        candidate appended, a mean over the sequence). On padded rows it is not: their additive mask
+        (logits + mask * -1e9) shifts every logit of a padding query by the same amount, so a padding
+        row still gets an ordinary softmax over its keys and a non-zero self-attention output, which
+        then enters their mean; here a padding query attends to nothing (masked_softmax gives it zero
+        weights), so the UAB hands it its normalised residual x alone and it enters the mean as
+        x + E_cross(x).
 
     Args:
         num_heads: h of the cross-attention.

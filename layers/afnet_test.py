@@ -47,6 +47,13 @@ class AFNetTest(TestCase):
         layer.set_weights(self.weights)
         return run(*self.args)
 
+    def test_layer_basics(self):
+        for pool in ("causal", "global"):
+            self.run_layer_test(
+                AFNet, {"num_heads": 2, "alignment_pool": pool}, tuple(self.args), (2, self.length, self.d),
+                expected_num_trainable_weights=7,  # W2^Q,K,V,O and W1, W2, W3 of the alignment
+            )
+
     def test_causal_pool_matches_reference(self):
         out_h, out_c = self.run_afnet("causal")
         for b in range(2):

@@ -13,7 +13,13 @@ class RelativeAttentionBias(keras.layers.Layer):
     The layer takes positions and times of queries and keys in any two shapes that broadcast together,
     so a dense [L, L] bias and the bias of only the allowed pairs of sparse attention (§3.3.1) come
     from the same tables. Times are float seconds relative to any common reference (only |t_i - t_j|
-    matters; subtract a reference before casting so int64 seconds survive JAX's int32).
+    matters; subtract a reference before casting so int64 seconds survive JAX's int32). Pass times
+    as integers: the gap is computed in float32 under every dtype policy, but under mixed precision
+    Keras casts float inputs to float16 before `call` (float16 cannot hold a day in seconds). The bias
+    comes out in the compute dtype.
+
+    SuanEncoder computes this bias from one layer shared by all its blocks, as the authors' code does
+    (`share_relative_bias=True`), or from one layer per block.
 
     Args:
         max_length: N, the number of positions (history length L plus the candidates' shared one).
@@ -39,8 +45,9 @@ class RelativeAttentionBias(keras.layers.Layer):
     def call(self, query_positions, key_positions, query_times, key_times):
         delta_p = ops.cast(key_positions, "int32") - ops.cast(query_positions, "int32")
         position_index = ops.clip(self.max_length - 1 + delta_p, 0, 2 * self.max_length)
-        delta_t = ops.cast(query_times, self.compute_dtype) - ops.cast(key_times, self.compute_dtype)
-        return ops.take(self.position_table, position_index) + ops.take(self.time_table, self.time_bucket(delta_t))
+        delta_t = ops.cast(query_times, "float32") - ops.cast(key_times, "float32")
+        bias = ops.take(self.position_table, position_index) + ops.take(self.time_table, self.time_bucket(delta_t))
+        return ops.cast(bias, self.compute_dtype)
 
     def get_config(self):
         config = super().get_config()

@@ -20,13 +20,14 @@ def bias_reference(w_pos, w_time, positions, times, length):
 
 class RelativeAttentionBiasTest(TestCase):
     def test_layer_basics(self):
-        positions = np.arange(5, dtype="int32")
-        times = np.arange(5, dtype="float32") * 100.0
+        positions = np.tile(np.arange(5, dtype="int32"), (2, 1))  # [B, 5]
+        times = positions * 100 + np.array([[0], [10**6]], "int32")  # integer seconds
         self.run_layer_test(
             RelativeAttentionBias,
             {"max_length": 5},
-            (positions[:, None], positions[None, :], times[:, None], times[None, :]),
-            (5, 5),
+            (positions[:, :, None], positions[:, None, :], times[:, :, None], times[:, None, :]),
+            (2, 5, 5),
+            expected_num_trainable_weights=2,
         )
 
     def test_matches_reference(self):

@@ -1,6 +1,7 @@
 import keras
 from keras import ops
 
+from zoo.layers.relative_attention_bias import RelativeAttentionBias
 from zoo.layers.uab import UAB
 
 
@@ -13,7 +14,14 @@ class SuanEncoder(keras.layers.Layer):
     As in the authors' code a learned absolute position table is added, plus Dense(time embedding)
     of log(1 + gap): for a behaviour the seconds since the previous behaviour, for a candidate the
     seconds since the newest behaviour (0 where there is none). Both are causal and work on time
-    differences, so int64 seconds survive JAX's int32 and a behaviour never sees a later one.
+    differences, so int64 seconds survive JAX's int32 and a behaviour never sees a later one. The
+    blocks get int32 seconds relative to the newest behaviour (integers: under mixed precision Keras
+    would cast float inputs to float16, which cannot hold a day in seconds).
+
+    The eq 4 relative bias (`RelativeAttentionBias`, a position and a time table) is by default one
+    layer shared by every block, as in the authors' code, which computes the bias once and adds it in
+    every layer; `share_relative_bias=False` gives each block its own tables (l times the bias
+    parameters; eq 4 does not say whether f1, f2 are per layer).
 
     `encode_history` runs the history once and returns a cache; `encode_candidates` scores any
     number of candidates on it. With alignment_pool="causal", `call` equals the two chained.
@@ -24,10 +32,11 @@ class SuanEncoder(keras.layers.Layer):
         sequence_length: L.
         window_size, dilation: LightSUAN's k and r (None, 1: full attention).
         alignment_pool: "causal" or "global" (see AFNet).
+        share_relative_bias: one eq 4 bias for all blocks (True) or one per block (False).
     """
 
     def __init__(self, num_layers, num_heads, sequence_length, window_size=None, dilation=1,
-                 alignment_pool="causal", **kwargs):
+                 alignment_pool="causal", share_relative_bias=True, **kwargs):
         super().__init__(**kwargs)
         self.num_layers = int(num_layers)
         self.num_heads = int(num_heads)
@@ -35,8 +44,15 @@ class SuanEncoder(keras.layers.Layer):
         self.window_size = window_size
         self.dilation = int(dilation)
         self.alignment_pool = alignment_pool
+        self.share_relative_bias = bool(share_relative_bias)
+        self.relative_bias = None
+        if self.share_relative_bias:
+            self.relative_bias = RelativeAttentionBias(
+                self.sequence_length + 1, dtype=self.dtype_policy, name="relative_bias"
+            )
         self.blocks = [
-            UAB(num_heads, sequence_length, window_size, dilation, alignment_pool, name=f"uab_{i}")
+            UAB(num_heads, sequence_length, window_size, dilation, alignment_pool, relative_bias=self.relative_bias,
+                dtype=self.dtype_policy, name=f"uab_{i}")
             for i in range(self.num_layers)
         ]
 
@@ -53,31 +69,33 @@ class SuanEncoder(keras.layers.Layer):
             name="time_kernel", shape=(1, d), initializer=keras.initializers.TruncatedNormal(stddev=0.02)
         )
         self.time_bias = self.add_weight(name="time_bias", shape=(d,), initializer="zeros")
+        if self.relative_bias is not None:
+            self.relative_bias.build()
         for block in self.blocks:
             block.build(history_shape, profile_shape=profile_shape)
         self.built = True
 
     def _time_embedding(self, gap):
-        """Dense(1 -> d) of log(1 + gap seconds)."""
-        feature = ops.log1p(ops.maximum(ops.cast(gap, self.compute_dtype), 0.0))[..., None]
-        return ops.matmul(feature, self.time_kernel) + self.time_bias
+        """Dense(1 -> d) of log(1 + gap seconds); the log in float32, the Dense in the compute dtype."""
+        feature = ops.log1p(ops.maximum(ops.cast(gap, "float32"), 0.0))[..., None]
+        return ops.matmul(ops.cast(feature, self.compute_dtype), self.time_kernel) + self.time_bias
 
     def _embed_history(self, history, history_valid, history_time):
         """Adds the position and time embeddings: (x [B, L, d], valid, relative times, reference)."""
         valid = ops.cast(history_valid, "bool")
         history_time = ops.convert_to_tensor(history_time)
         reference = ops.max(history_time, axis=1, keepdims=True)  # newest behaviour, [B, 1]
-        times = ops.cast(history_time - reference, self.compute_dtype)  # seconds, relative
+        times = ops.cast(history_time - reference, "int32")  # seconds before the newest behaviour
         previous = ops.concatenate([times[:, :1], times[:, :-1]], axis=1)
         previous_valid = ops.concatenate([ops.zeros_like(valid[:, :1]), valid[:, :-1]], axis=1)
-        gap = ops.where(ops.logical_and(valid, previous_valid), times - previous, 0.0)
+        gap = ops.where(ops.logical_and(valid, previous_valid), times - previous, 0)
         x = history + self.position_table[None, : self.sequence_length] + self._time_embedding(gap)
         return x, valid, times, reference
 
     def _embed_candidates(self, candidates, candidate_time, reference, newest_valid):
         """Adds the shared position L and the time embedding: (x [B, M, d], relative times)."""
-        times = ops.cast(ops.convert_to_tensor(candidate_time) - reference, self.compute_dtype)
-        gap = ops.where(newest_valid, times, 0.0)
+        times = ops.cast(ops.convert_to_tensor(candidate_time) - reference, "int32")
+        gap = ops.where(newest_valid, times, 0)
         return candidates + self.position_table[None, self.sequence_length :] + self._time_embedding(gap), times
 
     def encode_history(self, history, history_valid, history_time, profile):
@@ -119,6 +137,7 @@ class SuanEncoder(keras.layers.Layer):
                 "window_size": self.window_size,
                 "dilation": self.dilation,
                 "alignment_pool": self.alignment_pool,
+                "share_relative_bias": self.share_relative_bias,
             }
         )
         return config

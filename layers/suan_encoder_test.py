@@ -22,6 +22,36 @@ class SuanEncoderTest(TestCase):
         return [self.hist, self.cand if cand is None else cand, self.valid, self.hist_t,
                 self.cand_t if cand_t is None else cand_t, self.profile]
 
+    def test_layer_basics(self):
+        for share, weights in ((True, 3 + 2 + 2 * 17), (False, 3 + 2 * 19)):  # P, W_t, b_t; tables; 2 UABs
+            encoder, _ = self.run_layer_test(
+                SuanEncoder, {"num_layers": 2, "num_heads": 2, "sequence_length": 6, "share_relative_bias": share},
+                tuple(self.args()), (2, 3, 8), expected_num_trainable_weights=weights,
+            )
+            self.assertEqual(encoder.get_config()["share_relative_bias"], share)
+
+    def test_shared_relative_bias_equals_equal_per_block_tables(self):
+        """share_relative_bias=True (the authors' code): every UAB reads one eq 4 bias; it computes what
+        per-block tables holding the same values compute, and each block's math is uab_test's NumPy
+        reference. share_relative_bias=False: each block owns (and trains) its own tables."""
+        for window in (None, 2):
+            config = dict(num_layers=2, num_heads=2, sequence_length=6, window_size=window, dilation=2 if window else 1)
+            shared, separate = SuanEncoder(**config), SuanEncoder(**config, share_relative_bias=False)
+            run_shared, run_separate = LayerRunner(shared, *self.args()), LayerRunner(separate, *self.args())
+            biases = [block.attention.relative_bias for block in shared.blocks]
+            self.assertTrue(all(bias is shared.relative_bias for bias in biases))
+            self.assertIsNot(separate.blocks[0].attention.relative_bias, separate.blocks[1].attention.relative_bias)
+            rng = np.random.default_rng(2)
+            tables = [rng.normal(size=15).astype("float32"), rng.normal(size=129).astype("float32")]
+            shared.relative_bias.set_weights(tables)
+            for block_shared, block_separate in zip(shared.blocks, separate.blocks):
+                block_separate.set_weights(block_shared.get_weights())  # the same tables in each block
+            for name in ("position_table", "time_kernel", "time_bias"):
+                getattr(separate, name).assign(getattr(shared, name))
+            self.assertAllClose(run_separate(*self.args()), run_shared(*self.args()), atol=1e-5)
+            separate.blocks[1].attention.relative_bias.set_weights([2.0 * t for t in tables])
+            self.assertGreater(np.abs(run_separate(*self.args()) - run_shared(*self.args())).max(), 1e-4)
+
     def test_candidates_take_one_shared_position(self):
         """Permuting the candidates permutes their outputs: no slot has its own position."""
         for window in (None, 2):

@@ -28,15 +28,17 @@ class SuanSelfAttention(keras.layers.Layer):
         Attention = softmax(Q1 K1^T / sqrt(d_head) + bias + mask) V1                (eq 4-5)
         E_self = Concat(Attention_1..h) W1^O                                         (eq 6)
 
-    The logits are scaled by 1/sqrt(d_head) (the authors' code; eq 5 writes the full width) and the
-    eq 4 bias (`RelativeAttentionBias`) is shared by the heads. Query i may attend key j when j is
+    The logits are scaled by 1/sqrt(d_head) (the authors' code; eq 5 writes the full width n1·d) and
+    the eq 4 bias (`RelativeAttentionBias`) is shared by the heads. Query i may attend key j when j is
     not padding and, for history slots 0..L-1:
       - full attention (`window_size=None`): j <= i (causal);
       - sparse attention: 0 <= i - j < k (local window of k keys, itself included) or
         i - j >= 0 and (i - j) mod r == 0 (dilation r); r = 1 is full causal attention.
     The M candidates all sit at position L: each attends to the history slots position L may attend
     to, and to itself, never to another candidate, so candidates are scored independently.
-    A query with no allowed key (a padding slot) outputs zeros.
+    A query with no allowed key (a padding slot) outputs zeros. Times are seconds relative to any
+    common reference, as integers (float times work under a float32 policy; under mixed precision
+    Keras casts float inputs to float16, which cannot hold them).
 
     Sparse attention computes only the allowed pairs, O(L (k + L/r)): the window part as banded
     blocks of k queries against their own and the previous block of keys, the dilated part as r
@@ -48,9 +50,13 @@ class SuanSelfAttention(keras.layers.Layer):
         sequence_length: L, the history length (the candidates take position L).
         window_size: k, or None for full attention.
         dilation: r (sparse attention only).
+        relative_bias: a `RelativeAttentionBias(L + 1)` this layer reads instead of owning its own
+            tables; SuanEncoder passes one such layer to every block (`share_relative_bias=True`, the
+            authors' scheme). It is a shared object, not part of the config: a layer rebuilt from its
+            config owns its tables.
     """
 
-    def __init__(self, num_heads, sequence_length, window_size=None, dilation=1, **kwargs):
+    def __init__(self, num_heads, sequence_length, window_size=None, dilation=1, relative_bias=None, **kwargs):
         super().__init__(**kwargs)
         if window_size is not None and (int(window_size) < 1 or int(dilation) < 1):
             raise ZooError(f"window_size k and dilation r must be >= 1, got k={window_size}, r={dilation}")
@@ -60,7 +66,14 @@ class SuanSelfAttention(keras.layers.Layer):
         self.sequence_length = int(sequence_length)
         self.window_size = None if window_size is None else int(window_size)
         self.dilation = int(dilation)
-        self.relative_bias = RelativeAttentionBias(self.sequence_length + 1, name="relative_bias")
+        if relative_bias is None:
+            relative_bias = RelativeAttentionBias(self.sequence_length + 1, dtype=self.dtype_policy, name="relative_bias")
+        elif relative_bias.max_length != self.sequence_length + 1:
+            raise ZooError(
+                f"the shared relative bias covers {relative_bias.max_length} positions; L = {self.sequence_length} "
+                f"needs {self.sequence_length + 1}"
+            )
+        self.relative_bias = relative_bias
         self.candidate_slots = candidate_key_slots(self.sequence_length, self.window_size, self.dilation)
 
     def build(self, input_shape):
@@ -70,7 +83,8 @@ class SuanSelfAttention(keras.layers.Layer):
         self.head_dim = d // self.num_heads
         for name in ("query", "key", "value", "output"):
             setattr(self, f"{name}_kernel", self.add_weight(name=f"{name}_kernel", shape=(d, d), initializer="glorot_uniform"))
-        self.relative_bias.build()
+        if not self.relative_bias.built:  # a shared bias is built once, by its first user
+            self.relative_bias.build()
         self.built = True
 
     # ------------------------------------------------------------------ pieces
@@ -110,8 +124,7 @@ class SuanSelfAttention(keras.layers.Layer):
         length, window, r = self.sequence_length, self.window_size, self.dilation
         batch = -1
         heads, dh = self.num_heads, self.head_dim
-        times = ops.cast(times, self.compute_dtype)
-        valid = ops.cast(valid, self.compute_dtype)  # padded and reshaped as 0/1
+        valid = ops.cast(valid, "float32")  # padded and reshaped as 0/1
 
         # Window part: blocks of `window` queries against [previous block, own block] of keys.
         pad_w = (-length) % window
@@ -127,7 +140,7 @@ class SuanSelfAttention(keras.layers.Layer):
 
         qw = blocked(q, 0.0)
         kw, vw = with_previous(blocked(k, 0.0)), with_previous(blocked(v, 0.0))
-        tq = blocked(times, 0.0)
+        tq = blocked(times, 0)
         tk = with_previous(tq)
         valid_k = with_previous(blocked(valid, 0.0)) > 0.5  # [B, nb, 2k]
         a = ops.arange(window, dtype="int32")[:, None]
@@ -153,7 +166,7 @@ class SuanSelfAttention(keras.layers.Layer):
             return ops.moveaxis(x, 2, 1)
 
         qd, kd, vd = strided(q, 0.0), strided(k, 0.0), strided(v, 0.0)
-        td, valid_d = strided(times, 0.0), strided(valid, 0.0) > 0.5
+        td, valid_d = strided(times, 0), strided(valid, 0.0) > 0.5
         m = ops.arange(n, dtype="int32")
         far = (m[:, None] - m[None, :]) * r >= window  # [n, n]
         allowed_d = ops.logical_and(far[None, None], valid_d[:, :, None, :])  # [B, r, n, n]
@@ -195,9 +208,9 @@ class SuanSelfAttention(keras.layers.Layer):
         q, k, v = (self._heads(candidates, w) for w in (self.query_kernel, self.key_kernel, self.value_kernel))
         length = self.sequence_length
         slots = ops.convert_to_tensor(self.candidate_slots, dtype="int32")
-        t_c = ops.cast(candidate_times, self.compute_dtype)
+        t_c = candidate_times  # [B, M]
         at_length = ops.convert_to_tensor(length, dtype="int32")
-        bias_h = self.relative_bias(at_length, slots[None, None, :], t_c[:, :, None], ops.cast(times, self.compute_dtype)[:, None, :])
+        bias_h = self.relative_bias(at_length, slots[None, None, :], t_c[:, :, None], times[:, None, :])  # [B, M, S]
         bias_self = self.relative_bias(at_length, at_length, t_c, t_c)[..., None]  # [B, M, 1]
         logits_h = ops.einsum("bmhd,bshd->bhms", q, keys) * self._scale() + bias_h[:, None]
         logits_self = ops.moveaxis(ops.sum(q * k, axis=-1), 2, 1)[..., None] * self._scale() + bias_self[:, None]
@@ -211,7 +224,6 @@ class SuanSelfAttention(keras.layers.Layer):
     def call(self, history, candidates, history_valid, history_times, candidate_times):
         """Returns (E_self of the history [B, L, d], E_self of the candidates [B, M, d])."""
         history_valid = ops.cast(history_valid, "bool")
-        history_times = ops.cast(history_times, self.compute_dtype)
         out_h, keys, values = self.attend_history(history, history_valid, history_times)
         context = self.candidate_context(keys, values, history_valid, history_times)
         return out_h, self.attend_candidates(candidates, context, candidate_times)

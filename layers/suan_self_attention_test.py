@@ -1,10 +1,10 @@
 import math
 
-import keras
 import numpy as np
 
 from tests.testing import LayerRunner, TestCase
 from zoo.errors import ZooError
+from zoo.layers.relative_attention_bias import RelativeAttentionBias
 from zoo.layers.suan_self_attention import SuanSelfAttention
 
 
@@ -55,8 +55,8 @@ class SuanSelfAttentionTest(TestCase):
         cand = rng.normal(size=(2, m, d)).astype("float32")
         valid = np.ones((2, length), bool)
         valid[1, :pad] = False  # left padding on row 1
-        hist_t = np.sort(rng.randint(0, 10**6, (2, length))).astype("float32")
-        cand_t = (hist_t[:, -1:] + rng.randint(0, 5000, (2, m))).astype("float32")
+        hist_t = np.sort(rng.randint(0, 10**6, (2, length))).astype("int32")  # seconds
+        cand_t = (hist_t[:, -1:] + rng.randint(0, 5000, (2, m))).astype("int32")
         return hist, cand, valid, hist_t, cand_t
 
     def set_random_weights(self, layer, d, length, seed=1):
@@ -84,15 +84,26 @@ class SuanSelfAttentionTest(TestCase):
             self.assertAllClose(out_c[b], expected[length:], atol=1e-4, msg=msg)
 
     def test_layer_basics(self):
-        hist, cand, valid, hist_t, cand_t = self.make_inputs(6, 3, 8)
-        args = [hist, cand, valid, hist_t, cand_t]
-        layer = SuanSelfAttention(num_heads=2, sequence_length=6, window_size=2, dilation=2)
-        out_h, out_c = LayerRunner(layer, *args)(*args)
-        self.assertEqual((out_h.shape, out_c.shape), ((2, 6, 8), (2, 3, 8)))
-        clone = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(layer))
-        run = LayerRunner(clone, *args)
-        clone.set_weights(layer.get_weights())
-        self.assertAllClose(run(*args)[1], out_c)
+        inputs = self.make_inputs(6, 3, 8)
+        for window, dilation in ((None, 1), (2, 2)):
+            config = {"num_heads": 2, "sequence_length": 6, "window_size": window, "dilation": dilation}
+            _, (out_h, out_c) = self.run_layer_test(
+                SuanSelfAttention, config, inputs, (2, 6, 8), expected_num_trainable_weights=6  # W^Q,K,V,O + 2 tables
+            )
+            self.assertEqual(tuple(out_c.shape), (2, 3, 8))
+
+    def test_shared_relative_bias(self):
+        """Two layers given one RelativeAttentionBias read the same tables (SuanEncoder's sharing)."""
+        inputs = self.make_inputs(6, 2, 8)
+        shared = RelativeAttentionBias(7)
+        first, second = (SuanSelfAttention(2, 6, relative_bias=shared) for _ in range(2))
+        for layer in (first, second):
+            LayerRunner(layer, *inputs)
+        self.assertIs(first.relative_bias, second.relative_bias)
+        self.assertLen(first.trainable_weights, 6)
+        self.assertIs(first.trainable_weights[-1], second.trainable_weights[-1])
+        with self.assertRaisesRegex(ZooError, "covers 7 positions; L = 7 needs 8"):
+            SuanSelfAttention(2, 7, relative_bias=shared)
 
     def test_full_attention_matches_reference(self):
         self.check_against_reference(length=6, m=3, window=None, dilation=1)

@@ -26,21 +26,28 @@ class UAB(keras.layers.Layer):
         sequence_length: L.
         window_size, dilation: k and r of LightSUAN's sparse attention (None, 1: full attention).
         alignment_pool: "causal" or "global" (see AFNet).
+        relative_bias: a shared `RelativeAttentionBias` for the self-attention (see SuanSelfAttention;
+            SuanEncoder passes one to every block); None: the block owns its eq 4 tables.
     """
 
-    def __init__(self, num_heads, sequence_length, window_size=None, dilation=1, alignment_pool="causal", **kwargs):
+    def __init__(self, num_heads, sequence_length, window_size=None, dilation=1, alignment_pool="causal",
+                 relative_bias=None, **kwargs):
         super().__init__(**kwargs)
         self.num_heads = int(num_heads)
         self.sequence_length = int(sequence_length)
         self.window_size = window_size
         self.dilation = int(dilation)
         self.alignment_pool = alignment_pool
-        self.input_norm = keras.layers.RMSNormalization(epsilon=1e-6, name="input_norm")
-        self.attention = SuanSelfAttention(num_heads, sequence_length, window_size, dilation, name="self_attention")
-        self.attention_norm = keras.layers.RMSNormalization(epsilon=1e-6, name="attention_norm")
-        self.afnet = AFNet(num_heads, alignment_pool, name="afnet")
-        self.afnet_norm = keras.layers.RMSNormalization(epsilon=1e-6, name="afnet_norm")
-        self.ffn = SwiGLU(name="ffn")
+        policy = self.dtype_policy
+        self.input_norm = keras.layers.RMSNormalization(epsilon=1e-6, dtype=policy, name="input_norm")
+        self.attention = SuanSelfAttention(
+            num_heads, sequence_length, window_size, dilation, relative_bias=relative_bias, dtype=policy,
+            name="self_attention",
+        )
+        self.attention_norm = keras.layers.RMSNormalization(epsilon=1e-6, dtype=policy, name="attention_norm")
+        self.afnet = AFNet(num_heads, alignment_pool, dtype=policy, name="afnet")
+        self.afnet_norm = keras.layers.RMSNormalization(epsilon=1e-6, dtype=policy, name="afnet_norm")
+        self.ffn = SwiGLU(dtype=policy, name="ffn")
 
     def build(self, history_shape, candidates_shape=None, profile_shape=None, history_valid_shape=None,
               history_times_shape=None, candidate_times_shape=None):
@@ -74,8 +81,6 @@ class UAB(keras.layers.Layer):
     def call(self, history, candidates, profile, history_valid, history_times, candidate_times):
         """Returns (history output [B, L, d], candidate output [B, M, d])."""
         history_valid = ops.cast(history_valid, "bool")
-        history_times = ops.cast(history_times, self.compute_dtype)
-        candidate_times = ops.cast(candidate_times, self.compute_dtype)
         if self.alignment_pool == "causal":
             history_out, state = self.encode_history(history, profile, history_valid, history_times)
             return history_out, self.encode_candidates(candidates, profile, state, candidate_times)

@@ -19,13 +19,20 @@ class UABTest(TestCase):
         self.profile = rng.normal(size=(2, 3, 4)).astype("float32")
         self.valid = np.ones((2, self.length), bool)
         self.valid[1, :2] = False
-        self.hist_t = np.sort(rng.randint(0, 10**6, (2, self.length))).astype("float32")
-        self.cand_t = (self.hist_t[:, -1:] + 60).repeat(self.m, 1).astype("float32")
+        self.hist_t = np.sort(rng.randint(0, 10**6, (2, self.length))).astype("int32")  # seconds
+        self.cand_t = (self.hist_t[:, -1:] + 60).repeat(self.m, 1).astype("int32")
         self.rng = rng
 
     def args(self, hist=None, cand=None):
         return [self.hist if hist is None else hist, self.cand if cand is None else cand, self.profile,
                 self.valid, self.hist_t, self.cand_t]
+
+    def test_layer_basics(self):
+        for config in ({}, {"window_size": 2, "dilation": 2}, {"alignment_pool": "global"}):
+            self.run_layer_test(
+                UAB, {"num_heads": 2, "sequence_length": self.length, **config}, tuple(self.args()), (2, self.length, self.d),
+                expected_num_trainable_weights=19,  # 3 RMSNorm scales, attention 6, AFNet 7, SwiGLU 3
+            )
 
     def test_block_order_matches_reference(self):
         rng = self.rng

@@ -14,5 +14,4 @@ SMALL = {
     "denseformer": {"num_layers": 2, "width": 8, "num_heads": 2},
     "suan": {"num_layers": 1, "num_heads": 2, "mlp_units": (8,)},
     "lightsuan": {"num_layers": 1, "num_heads": 2, "mlp_units": (8,), "window_size": 2, "dilation": 2, "parallel_candidates": 4},
-    "distilsuan": {"num_layers": 1, "num_heads": 2, "mlp_units": (8,), "window_size": 2, "dilation": 2, "parallel_candidates": 4},
 }

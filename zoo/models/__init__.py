@@ -9,5 +9,4 @@ from zoo.models.deres_p import DeResP
 from zoo.models.deres_s import DeResS
 from zoo.models.suan import SUAN
 from zoo.models.lightsuan import LightSUAN
-from zoo.models.distilsuan import DistilSUAN
 from zoo.models.rest import ReST

@@ -13,13 +13,20 @@ from zoo.registry import register
 from zoo.schema import Schema
 
 
-def _head_logit(mlp, candidates, context):
+def check_parallel_candidates(m2):
+    """m2 as an int; a one-line error unless it is an integer >= 1."""
+    if isinstance(m2, bool) or not isinstance(m2, (int, np.integer)) or m2 < 1:
+        raise ZooError(f"parallel_candidates (m2) is {m2!r}; it must be an integer >= 1")
+    return int(m2)
+
+
+def _head_logit(mlp, candidates, context, training=None):
     """Eq 1: z = MLP(E_block[-1], e_p, e_other) for each of the M candidates -> [B, M]."""
     parts = [candidates]
     if context is not None:
         parts.append(ops.zeros_like(candidates[..., :1]) + context[:, None, :])  # [B, M, D_c]
     joined = ops.concatenate(parts, axis=-1) if len(parts) > 1 else parts[0]
-    return ops.squeeze(mlp(joined), axis=-1)
+    return ops.squeeze(mlp(joined, training=training), axis=-1)
 
 
 def _head_context(embedded):
@@ -29,173 +36,29 @@ def _head_context(embedded):
 
 
 class _Scorer(keras.Model):
-    """Runs one part of a SUAN model ("full", "history" or "candidates") so that `predict_on_batch`
-    compiles it with the backend's own compiler, like any model."""
+    """`SUAN.score_all` at one (m2, use_cache) as a model, so that `predict_on_batch` compiles it with
+    the backend's own compiler, like any model."""
 
-    def __init__(self, suan, part, **kwargs):
+    def __init__(self, suan, parallel_candidates, use_cache, **kwargs):
         super().__init__(**kwargs)
         self.suan = suan
-        self.part = part
+        self.parallel_candidates = parallel_candidates
+        self.use_cache = use_cache
 
-    def call(self, inputs):
-        return self.suan.score_part(self.part, inputs)
+    def call(self, features):
+        return self.suan.score_all(features, self.parallel_candidates, self.use_cache)
 
 
 class _ScorerCache:
-    """Plain holder (not tracked by Keras) of a model's compiled scoring parts."""
+    """Plain holder (not tracked by Keras) of a model's compiled scorers."""
 
     def __init__(self):
-        self.parts = {}
+        self.scorers = {}
 
 
-class SuanFamily(ZooModel):
-    """What SUAN and LightSUAN share: the graph of §3.1 and candidate scoring with the history cache."""
-
-    def _build_graph(self, schema, num_layers, num_heads, mlp_units, dice_momentum, alignment_pool,
-                     window_size, dilation, **kwargs):
-        schema = Schema.from_dict(schema)
-        schema.require(self.registered_name, time=True, groups=("hist", "cand", "user"))
-        widths = {f.embedding_dim for f in schema.group("user")}
-        if len(widths) > 1:
-            raise ZooError(
-                f"{self.registered_name} attends to the user features as tokens: they need one embedding_dim, "
-                f"got {sorted(widths)}"
-            )
-        inputs = schema.inputs()
-        embedded = FeatureEmbedding(schema, name="embedding")(inputs)
-        profile = self._profile(schema, embedded)
-        encoder = SuanEncoder(
-            num_layers, num_heads, schema.sequence_length, window_size, dilation, alignment_pool, name="encoder"
-        )
-        candidates = encoder(
-            embedded["hist"], embedded["cand"], embedded["hist_valid"], inputs["hist_time"], inputs["cand_time"], profile
-        )
-        mlp = DiceMLP(mlp_units, dice_momentum=dice_momentum, name="mlp")
-        logit = keras.layers.Identity(name="logit")(_head_logit(mlp, candidates, _head_context(embedded)))
-        pctr = keras.layers.Activation("sigmoid", name="pctr")(logit)
-        ZooModel.__init__(self, inputs=inputs, outputs=pctr, **kwargs)
-        self.schema = schema
-        self.num_layers = int(num_layers)
-        self.num_heads = int(num_heads)
-        self.mlp_units = tuple(mlp_units)
-        self.dice_momentum = dice_momentum
-        self.alignment_pool = alignment_pool
-        self._scorers = _ScorerCache()
-
-    @staticmethod
-    def _profile(schema, embedded):
-        """E_p [B, n2, d]: one token per user feature."""
-        return ops.stack([embedded[f.key] for f in schema.group("user")], axis=1)
-
-    # ------------------------------------------------------------------ serving
-    def rectified_pctr(self, pctr):
-        """Undoes negative sampling at rate `sample_rate`: p / (p + (1 - p) / sample_rate)."""
-        p = np.asarray(pctr, dtype="float64")
-        return (p / (p + (1.0 - p) / self.sample_rate)).astype("float32")
-
-    def logit_model(self):
-        """A functional model sharing this one's weights whose output is the logit z [B, M] (eq 1)."""
-        return keras.Model(self.inputs, self.get_layer("logit").output, name=f"{self.name}_logit")
-
-    def score_part(self, part, inputs):
-        """One part of the scoring graph, in keras.ops (usable inside any traced function, e.g. an export):
-
-            "full"        the contract inputs with M candidates -> pctr [B, M] (each candidate alone)
-            "history"     the contract inputs (any 1-candidate stand-in) -> the history cache (a flat dict)
-            "candidates"  the cache + cand_* [B, m2] + cand_time (other keys: 1-wide stand-ins) -> pctr [B, m2]
-        """
-        embedded = self.get_layer("embedding")(inputs, training=False)
-        encoder, mlp = self.get_layer("encoder"), self.get_layer("mlp")
-        if part == "full":
-            candidates = encoder(
-                embedded["hist"], embedded["cand"], embedded["hist_valid"], inputs["hist_time"], inputs["cand_time"],
-                self._profile(self.schema, embedded),
-            )
-            return ops.sigmoid(_head_logit(mlp, candidates, _head_context(embedded)))
-        if part == "history":
-            _, cache = encoder.encode_history(
-                embedded["hist"], embedded["hist_valid"], inputs["hist_time"], self._profile(self.schema, embedded)
-            )
-            flat = {"reference": cache["reference"], "newest_valid": cache["newest_valid"], "profile": cache["profile"]}
-            context = _head_context(embedded)
-            if context is not None:
-                flat["head_context"] = context
-            for i in range(self.num_layers):
-                (keys, values, valid, times), (total, count) = cache[f"state_{i}"]
-                for name, value in zip(("keys", "values", "valid", "times", "total", "count"),
-                                       (keys, values, valid, times, total, count)):
-                    flat[f"state_{i}_{name}"] = value
-            return flat
-        cache = {k: inputs[k] for k in ("reference", "newest_valid", "profile")}
-        for i in range(self.num_layers):
-            s = lambda name: inputs[f"state_{i}_{name}"]  # noqa: E731
-            cache[f"state_{i}"] = ((s("keys"), s("values"), s("valid"), s("times")), (s("total"), s("count")))
-        candidates = encoder.encode_candidates(embedded["cand"], inputs["cand_time"], cache)
-        return ops.sigmoid(_head_logit(mlp, candidates, inputs.get("head_context")))
-
-    def _scorer(self, part, m2):
-        """One compiled scorer per (part, m2), so every trace sees static shapes."""
-        if (part, m2) not in self._scorers.parts:
-            self._scorers.parts[part, m2] = _Scorer(self, part, name=f"{self.name}_{part}_{m2}_scorer")
-        return self._scorers.parts[part, m2]
-
-    def score_candidates(self, features, parallel_candidates=None, use_cache=True, rows_per_call=None):
-        """Scores m1 candidates per row in ceil(m1 / m2) parallel passes (§3.3.1): pctr [B, m1].
-
-        `features` is a batch in the contract whose cand_* arrays hold any number m1 of candidates.
-        Each pass appends m2 candidates to the history (the last pass is filled with placeholders);
-        every candidate sees the history and itself only, so its score equals its score alone.
-        With `use_cache` the history is encoded once per request and every pass reuses it (exact
-        because the encoder is causal and candidates never reach history positions); it needs
-        alignment_pool="causal". m2 defaults to 1 for SUAN and to `parallel_candidates` for LightSUAN.
-
-        The B * ceil(m1 / m2) passes are independent, so they run stacked along the batch axis,
-        `rows_per_call` passes per compiled call (default: the fewest equal calls that keep one
-        attention map under 2^25 scores); the last call is filled with copies so every call has the
-        same shape.
-        """
-        m2 = getattr(self, "parallel_candidates", 1) if parallel_candidates is None else parallel_candidates
-        if not isinstance(m2, (int, np.integer)) or m2 < 1:
-            raise ZooError(f"parallel_candidates (m2) is {m2!r}; it must be an integer >= 1")
-        if use_cache and self.alignment_pool != "causal":
-            raise ZooError("use_cache=True needs alignment_pool='causal' (the global mean mixes candidates)")
-        if rows_per_call is not None and (not isinstance(rows_per_call, (int, np.integer)) or rows_per_call < 1):
-            raise ZooError(f"rows_per_call is {rows_per_call!r}; it must be an integer >= 1")
-        self.schema.validate(features)
-        features = {k: np.asarray(v) for k, v in features.items()}
-        cand_keys = [k for k in features if k.startswith("cand_")]
-        batch, m1 = features[cand_keys[0]].shape[:2]
-        if m1 < 1:
-            raise ZooError("the batch has no candidates to score (cand_* arrays have M = 0)")
-        passes = math.ceil(m1 / m2)
-        # Pass p of row b becomes row b * passes + p: [B, passes * m2] -> [B * passes, m2].
-        chunks = {k: np.pad(features[k], [(0, 0), (0, passes * m2 - m1)]).reshape(batch * passes, m2) for k in cand_keys}
-        keys = self.schema.sequence_length + m2
-        queries = m2 if use_cache else keys
-        if rows_per_call is None:  # balanced calls, each under the limit
-            calls = math.ceil(batch * passes / max(1, 2**25 // (self.num_heads * queries * keys)))
-            rows_per_call = math.ceil(batch * passes / calls)
-        rows_per_call = min(rows_per_call, batch * passes)
-        if not use_cache:
-            shared = {k: np.repeat(v, passes, axis=0) for k, v in features.items() if k not in chunks}
-            scorer = self._scorer("full", m2)
-        else:
-            dummies = {k: np.zeros((batch, 1), "int64" if k.endswith("time") else "int32") for k in cand_keys}
-            cache = self._scorer("history", 0).predict_on_batch({**features, **dummies})
-            others = {k: np.zeros_like(v[:, :1]) if v.ndim == 2 else np.zeros_like(v)
-                      for k, v in features.items() if not k.startswith("cand_")}
-            shared = {k: np.repeat(np.asarray(v), passes, axis=0) for k, v in {**others, **cache}.items()}
-            scorer = self._scorer("candidates", m2)
-        rows = {**shared, **chunks}
-        out = []
-        for start in range(0, batch * passes, rows_per_call):
-            stop = start + rows_per_call
-            call = {k: v[start:stop] for k, v in rows.items()}
-            short = stop - batch * passes
-            if short > 0:  # fill the last call with copies of its last row
-                call = {k: np.concatenate([v, np.repeat(v[-1:], short, axis=0)]) for k, v in call.items()}
-            out.append(np.asarray(scorer.predict_on_batch(call))[: rows_per_call - max(short, 0)])
-        return np.concatenate(out).reshape(batch, passes * m2)[:, :m1]
+def _balanced(total, most):
+    """The size of the fewest equal parts of `total` that are each at most `most`."""
+    return math.ceil(total / math.ceil(total / most))
 
 
 @register(
@@ -204,15 +67,29 @@ class SuanFamily(ZooModel):
     paper="Exploring Scaling Laws of CTR Model for Online Performance Improvement (Meituan, 2025)",
 )
 @keras.saving.register_keras_serializable(package="zoo")
-class SUAN(SuanFamily):
-    """SUAN (§3.1-3.2): behaviour tokens (concatenated per-field embeddings) with the candidate
-    appended (target-aware sequence), a learned absolute position table plus Dense(time embedding),
-    l stacked UABs (full causal self-attention with the eq 4 bias, AFNet, SwiGLU), and the eq 1 head
-    pctr = sigmoid(MLP([E_block[-1], e_p, e_other])) with Dice. Output `pctr` [B, M]; the layer
-    named "logit" holds z ([B, M]; `logit_model()`), `rectified_pctr` undoes negative sampling.
+class SUAN(ZooModel):
+    """SUAN (§3.1-3.2) and, with a window, LightSUAN (§3.3.1): behaviour tokens (concatenated
+    per-field embeddings) with the candidate appended (target-aware sequence), a learned absolute
+    position table plus Dense(time embedding), l stacked UABs (causal self-attention with the eq 4
+    bias, AFNet, SwiGLU), and the eq 1 head pctr = sigmoid(MLP([E_block[-1], e_p, e_other])) with Dice.
+    Output `pctr` [B, M]; the layer named "logit" holds z ([B, M]; `logit_model()`), and
+    `rectified_pctr` undoes negative sampling.
 
-    With M > 1 candidates (schema.num_candidates or `score_candidates`) each candidate is scored as
-    if it alone followed the history.
+    SUAN's self-attention is full (window_size=None, dilation=1); LightSUAN (zoo/models/lightsuan.py)
+    is this class with sparse attention and m2 = 32 parallel candidates by default.
+
+    Candidates: the M candidates all sit at position L after the history; each sees the history and
+    itself, never another candidate, so a row with M candidates scores each as if it alone followed
+    the history. Parallel inference (§3.3.1) scores m1 candidates in ceil(m1 / m2) passes of m2:
+    `score_all` in keras.ops (what the exported `score_all` signature runs) and `score_candidates`
+    (NumPy in, NumPy out, split into compiled calls of bounded size). With alignment_pool="causal"
+    both encode each request's history once and reuse it in every pass (the history cache), exact
+    because the encoder is causal and candidates never reach history positions.
+
+    Training: the paper pads each 1-candidate training row with m2 - 1 placeholders so that training
+    sees the parallel attention pattern. Here a candidate's attention pattern does not depend on its
+    slot or on the other slots (tested), so training on the ordinary M = 1 rows computes exactly what
+    the padded rows would (minus the placeholders' own losses); rows with M candidates also work.
 
     Args:
         schema: the input contract; needs hist_, cand_ and user_ features and time=True. The user
@@ -223,11 +100,167 @@ class SUAN(SuanFamily):
         dice_momentum: moving-average decay of the head's BatchNorm/Dice (the authors' 0.999).
         alignment_pool: "causal" (default) or "global" (eq 11 as written; see AFNet).
         sample_rate: the negative sampling rate of the training data, for `rectified_pctr`.
+        window_size: k, LightSUAN's local window (keys i - k < j <= i); None: full attention.
+        dilation: r, LightSUAN's dilation (keys j <= i with (i - j) mod r == 0); 1 with window_size=None.
+        parallel_candidates: m2, candidates per pass in `score_all` / `score_candidates`.
+        share_relative_bias: one eq 4 bias (position and time tables) for all UABs, as in the authors'
+            code (True), or one per UAB (False); see SuanEncoder.
     """
 
     def __init__(self, schema, num_layers=2, num_heads=2, mlp_units=(1024, 512, 256), dice_momentum=0.999,
-                 alignment_pool="causal", sample_rate=1.0, **kwargs):
+                 alignment_pool="causal", sample_rate=1.0, window_size=None, dilation=1, parallel_candidates=1,
+                 share_relative_bias=True, **kwargs):
         if not 0.0 < float(sample_rate) <= 1.0:
             raise ZooError(f"sample_rate is {sample_rate!r}; it must lie in (0, 1]")
-        self._build_graph(schema, num_layers, num_heads, mlp_units, dice_momentum, alignment_pool, None, 1, **kwargs)
+        parallel_candidates = check_parallel_candidates(parallel_candidates)
+        schema = Schema.from_dict(schema)
+        schema.require(self.registered_name, time=True, groups=("hist", "cand", "user"))
+        widths = {f.embedding_dim for f in schema.group("user")}
+        if len(widths) > 1:
+            raise ZooError(
+                f"{self.registered_name} attends to the user features as tokens: they need one embedding_dim, "
+                f"got {sorted(widths)}"
+            )
+        inputs = schema.inputs()
+        embedded = FeatureEmbedding(schema, name="embedding")(inputs)
+        encoder = SuanEncoder(
+            num_layers, num_heads, schema.sequence_length, window_size, dilation, alignment_pool,
+            share_relative_bias=share_relative_bias, name="encoder",
+        )
+        candidates = encoder(
+            embedded["hist"], embedded["cand"], embedded["hist_valid"], inputs["hist_time"], inputs["cand_time"],
+            self._profile(schema, embedded),
+        )
+        mlp = DiceMLP(mlp_units, dice_momentum=dice_momentum, name="mlp")
+        logit = keras.layers.Identity(name="logit")(_head_logit(mlp, candidates, _head_context(embedded)))
+        pctr = keras.layers.Activation("sigmoid", name="pctr")(logit)
+        super().__init__(inputs=inputs, outputs=pctr, **kwargs)
+        self.schema = schema
+        self.num_layers = int(num_layers)
+        self.num_heads = int(num_heads)
+        self.mlp_units = tuple(mlp_units)
+        self.dice_momentum = dice_momentum
+        self.alignment_pool = alignment_pool
         self.sample_rate = float(sample_rate)
+        self.window_size = None if window_size is None else int(window_size)
+        self.dilation = int(dilation)
+        self.parallel_candidates = parallel_candidates
+        self.share_relative_bias = bool(share_relative_bias)
+        self._scorers = _ScorerCache()
+
+    @staticmethod
+    def _profile(schema, embedded):
+        """E_p [B, n2, d]: one token per user feature."""
+        return ops.stack([embedded[f.key] for f in schema.group("user")], axis=1)
+
+    def rectified_pctr(self, pctr):
+        """Undoes negative sampling at rate `sample_rate`: p / (p + (1 - p) / sample_rate), in keras.ops
+        (a tensor; the exported signatures return it as `rectified_pctr`)."""
+        p = ops.convert_to_tensor(pctr)
+        return p / (p + (1.0 - p) / self.sample_rate)
+
+    def logit_model(self):
+        """A functional model sharing this one's weights whose output is the logit z [B, M] (eq 1)."""
+        return keras.Model(self.inputs, self.get_layer("logit").output, name=f"{self.name}_logit")
+
+    # ------------------------------------------------------------------ parallel inference (§3.3.1)
+    def score_all(self, features, parallel_candidates=None, use_cache=True):
+        """pctr [B, m1] of m1 candidates per row, scored in ceil(m1 / m2) parallel passes, in keras.ops.
+
+        `features` is a batch in the contract whose cand_* hold m1 candidates (m1 may be unknown while
+        tracing: every shape comes from the inputs). The candidates are padded with placeholders to
+        ceil(m1 / m2) * m2 and reshaped so that pass p of row b is row b * passes + p of one batch of
+        m2-candidate passes. With `use_cache` each row's history is encoded once and its cache
+        repeated for its passes; without it every pass runs the whole target-aware sequence.
+        Placeholders never change a real candidate's score (each candidate sees the history and
+        itself only); with alignment_pool="global" the candidates of one pass shift each other's
+        scores (see AFNet) and `use_cache` is refused.
+        """
+        m2 = self.parallel_candidates if parallel_candidates is None else check_parallel_candidates(parallel_candidates)
+        if use_cache and self.alignment_pool != "causal":
+            raise ZooError("use_cache=True needs alignment_pool='causal' (the global mean mixes candidates)")
+        embedding, encoder, mlp = self.get_layer("embedding"), self.get_layer("encoder"), self.get_layer("mlp")
+        embedded = embedding(features, training=False)
+        candidates, candidate_time = embedded["cand"], ops.convert_to_tensor(features["cand_time"])
+        m1 = ops.shape(candidate_time)[1]
+        passes = (m1 + m2 - 1) // m2
+
+        def to_passes(x):  # [B, m1, ...] -> [B * passes, m2, ...], zeros filling the last pass
+            if m2 > 1:
+                x = ops.concatenate([x, ops.repeat(ops.zeros_like(x[:, :1]), m2 - 1, axis=1)], axis=1)
+                x = x[:, : passes * m2]
+            return ops.reshape(x, (-1, m2) + tuple(x.shape[2:]))
+
+        def per_pass(x):  # a row's [B, ...] value repeated for each of its passes: [B * passes, ...]
+            return ops.repeat(x, passes, axis=0)
+
+        candidates, candidate_time = to_passes(candidates), to_passes(candidate_time)
+        profile = self._profile(self.schema, embedded)
+        if use_cache:
+            _, cache = encoder.encode_history(embedded["hist"], embedded["hist_valid"], features["hist_time"], profile)
+            out = encoder.encode_candidates(candidates, candidate_time, keras.tree.map_structure(per_pass, cache))
+        else:
+            history = (embedded["hist"], embedded["hist_valid"], ops.convert_to_tensor(features["hist_time"]))
+            history = [per_pass(x) for x in history]
+            out = encoder(history[0], candidates, history[1], history[2], candidate_time, per_pass(profile))
+        context = _head_context(embedded)
+        logit = _head_logit(mlp, out, None if context is None else per_pass(context), training=False)  # [B*passes, m2]
+        pctr = ops.sigmoid(logit)
+        return ops.reshape(pctr, (-1, passes * m2))[:, :m1]
+
+    def _scorer(self, m2, use_cache):
+        """One compiled `score_all` per (m2, use_cache)."""
+        key = (m2, use_cache)
+        if key not in self._scorers.scorers:
+            self._scorers.scorers[key] = _Scorer(self, m2, use_cache, name=f"{self.name}_scorer_{m2}_{int(use_cache)}")
+        return self._scorers.scorers[key]
+
+    def score_candidates(self, features, parallel_candidates=None, use_cache=True, rows_per_call=None):
+        """Scores m1 candidates per row in ceil(m1 / m2) parallel passes (§3.3.1): pctr [B, m1] (NumPy).
+
+        `features` is a batch in the contract whose cand_* arrays hold any number m1 of candidates
+        (validated against the Schema). Every call runs `score_all` (the function the exported
+        `score_all` signature runs) compiled as a model, on `rows_per_call` passes at most: the rows'
+        passes when a row's passes fit (several rows per call), else a part of one row's passes (its
+        history is then encoded once per call). The default is the fewest equal calls that keep one
+        attention map under 2^25 scores. The last call is filled (copies of the last row, placeholder
+        candidates) so every call has the same shape. m2 defaults to `parallel_candidates`; see
+        `score_all` for `use_cache`.
+        """
+        m2 = self.parallel_candidates if parallel_candidates is None else check_parallel_candidates(parallel_candidates)
+        if use_cache and self.alignment_pool != "causal":
+            raise ZooError("use_cache=True needs alignment_pool='causal' (the global mean mixes candidates)")
+        if rows_per_call is not None and (
+            isinstance(rows_per_call, bool) or not isinstance(rows_per_call, (int, np.integer)) or rows_per_call < 1
+        ):
+            raise ZooError(f"rows_per_call is {rows_per_call!r}; it must be an integer >= 1")
+        self.schema.validate(features)
+        features = {k: np.asarray(v) for k, v in features.items()}
+        cand_keys = [k for k in features if k.startswith("cand_")]
+        batch, m1 = features[cand_keys[0]].shape[:2]
+        if m1 < 1:
+            raise ZooError("the batch has no candidates to score (cand_* arrays have M = 0)")
+        passes = math.ceil(m1 / m2)
+        if rows_per_call is None:
+            keys = self.schema.sequence_length + m2
+            queries = m2 if use_cache else keys
+            rows_per_call = max(1, 2**25 // (self.num_heads * queries * keys))
+        if rows_per_call >= passes:  # whole rows: `requests` rows x all their passes per call
+            requests, width = _balanced(batch, rows_per_call // passes), passes
+        else:  # part of one row: `width` of its passes per call
+            requests, width = 1, _balanced(passes, rows_per_call)
+        rows, columns = math.ceil(batch / requests) * requests, math.ceil(passes / width) * width * m2
+        filled = {}
+        for key, value in features.items():
+            value = np.concatenate([value, np.repeat(value[-1:], rows - batch, axis=0)])
+            if key in cand_keys:
+                value = np.pad(value, [(0, 0), (0, columns - m1)])
+            filled[key] = value
+        scorer = self._scorer(m2, use_cache)
+        pctr = np.zeros((rows, columns), "float32")
+        for r in range(0, rows, requests):
+            for c in range(0, columns, width * m2):
+                call = {k: v[r : r + requests, c : c + width * m2] if k in cand_keys else v[r : r + requests]
+                        for k, v in filled.items()}
+                pctr[r : r + requests, c : c + width * m2] = np.asarray(scorer.predict_on_batch(call))
+        return pctr[:batch, :m1]
