@@ -3,7 +3,8 @@
     python scripts/build_presets.py            # every preset
     python scripts/build_presets.py din        # one
 
-Each entry: the simulator's settings, the model's hyperparameters, rows and epochs. The run is seeded;
+Each entry (a preset name; its model is the registered model of the same name unless "model" says
+otherwise): the simulator's settings, the model's hyperparameters, rows and epochs. The run is seeded;
 the metrics on a held-out simulated split are written into the preset's metadata.json.
 """
 
@@ -90,6 +91,7 @@ PRESETS = {
     # The lightsuan student above, trained with a SUAN teacher (full attention, 2 UABs; SUAN eq 17). A
     # 3-UAB teacher reached only AUC 0.53 in this budget and its soft labels pulled the student down.
     "distilsuan": {
+        "model": "lightsuan",
         "simulator": {},
         "hyperparameters": {"num_layers": 1, "num_heads": 2, "mlp_units": (64, 32), "dice_momentum": 0.9,
                             "window_size": 8, "dilation": 2, "parallel_candidates": 16},
@@ -108,7 +110,7 @@ PRESETS = {
 def build(name, spec):
     keras.utils.set_random_seed(0)
     simulator = BehaviourSimulator(**spec["simulator"])
-    model = zoo.get(name, schema=simulator.schema, **spec["hyperparameters"])
+    model = zoo.get(spec.get("model", name), schema=simulator.schema, **spec["hyperparameters"])
     trainer = spec["trainer"](model) if "trainer" in spec else model  # e.g. training-only heads
     trainer.compile(
         optimizer=keras.optimizers.Adam(spec["learning_rate"]),
