@@ -97,7 +97,8 @@ class DualGatedAttentionTest(TestCase):
         np.testing.assert_array_equal(out[0, :2], 0.0)  # padding queries see no real behaviour
 
     def test_bad_head_count_is_a_clear_error(self):
-        with self.assertRaisesRegex(ZooError, r"^DualGatedAttention: time_granularities has 2 entries but num_heads is 3$"):
+        message = "^DualGatedAttention: time_granularities has 2 entries but num_heads is 3$"
+        with self.assertRaisesRegex(ZooError, message):
             DualGatedAttention(num_heads=3, time_granularities=[0, 1])
         with self.assertRaisesRegex(ZooError, r"^DualGatedAttention: width 8 does not split into 3 heads$"):
             DualGatedAttention(num_heads=3)(X, VALID)

@@ -39,9 +39,10 @@ class PFKVDecoderLayer(keras.layers.Layer):
         self.num_token_types = num_token_types
         self.ffn_dim = ffn_dim
         self.epsilon = epsilon
-        norm = lambda name: keras.layers.LayerNormalization(epsilon=epsilon, dtype=self.dtype_policy, name=name)  # noqa: E731
-        self.attention_norm = norm("attention_norm")
-        self.ffn_norm = norm("ffn_norm")
+        self.attention_norm, self.ffn_norm = (
+            keras.layers.LayerNormalization(epsilon=epsilon, dtype=self.dtype_policy, name=name)
+            for name in ("attention_norm", "ffn_norm")
+        )
 
     def build(self, z_shape, memory_shape=None, allowed_shape=None):
         k, d, f = self.num_token_types, z_shape[-1], self.ffn_dim

@@ -98,7 +98,8 @@ class PFKVDecoderLayerTest(TestCase):
     def test_bad_token_shape_is_a_clear_error(self):
         with self.assertRaisesRegex(
             ZooError,
-            r"^PFKVDecoderLayer: the query tokens must be \[B, M, 3, d\] with d divisible by 2 heads, got \[2, 3, 4, 8\]$",
+            r"^PFKVDecoderLayer: the query tokens must be \[B, M, 3, d\] with d divisible by 2 heads, "
+            r"got \[2, 3, 4, 8\]$",
         ):
             PFKVDecoderLayer(num_heads=2, num_token_types=3, ffn_dim=6)(Z, MEMORY, ALLOWED)
         with self.assertRaisesRegex(ZooError, r"d divisible by 3 heads"):

@@ -52,7 +52,9 @@ class RotaryPositionTime(keras.layers.Layer):
         super().__init__(**kwargs)
         self.time_granularities = [int(tau) for tau in time_granularities]
         if any(tau < 0 for tau in self.time_granularities):
-            raise ZooError(f"RotaryPositionTime: time_granularities must be >= 0 seconds, got {self.time_granularities}")
+            raise ZooError(
+                f"RotaryPositionTime: time_granularities must be >= 0 seconds, got {self.time_granularities}"
+            )
         self.max_wavelength = max_wavelength
 
     def positions(self, time, valid):

@@ -46,9 +46,10 @@ class SRN(keras.layers.Layer):
         self.post_norm = bool(post_norm)
         self.alpha_initial = alpha_initial
         self.epsilon = epsilon
-        norm = lambda name: keras.layers.LayerNormalization(epsilon=epsilon, dtype=self.dtype_policy, name=name)  # noqa: E731
-        self.attention_norm = norm("attention_norm")
-        self.ffn_norm = norm("ffn_norm")
+        self.attention_norm, self.ffn_norm = (
+            keras.layers.LayerNormalization(epsilon=epsilon, dtype=self.dtype_policy, name=name)
+            for name in ("attention_norm", "ffn_norm")
+        )
 
     def _sublayer(self, layer):
         if isinstance(layer, dict):

@@ -95,7 +95,8 @@ class ReSTTrainerTest(TestCase):
         grads = gradients(self.trainer, self.features, loss_fn)
         user_or_context = [
             p for p in grads
-            if p.startswith(("decoder/user_token", "decoder/context_token")) or "embedding_user_" in p or "embedding_ctx_" in p
+            if p.startswith(("decoder/user_token", "decoder/context_token"))
+            or "embedding_user_" in p or "embedding_ctx_" in p
         ]
         self.assertGreaterEqual(len(user_or_context), 6)
         for path in user_or_context:
