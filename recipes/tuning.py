@@ -72,8 +72,10 @@ class ZooHyperModel(keras_tuner.HyperModel):
             if key not in SEARCH_SPACES:
                 raise ZooError(f"unknown search key '{key}' (keys: {', '.join(SEARCH_SPACES)})")
             if key == "lambda":
-                if "parallel_candidates" not in names:
-                    raise ZooError(f"lambda weights SUAN's distillation: the student must be lightsuan or distilsuan, not {model_name}")
+                from zoo.models.lightsuan import LightSUAN
+
+                if not issubclass(entry.cls, LightSUAN):
+                    raise ZooError(f"lambda weights SUAN's distillation: the student must be lightsuan, not {model_name}")
             elif SEARCH_SPACES[key][0] not in names:
                 raise ZooError(f"{model_name} has no hyperparameter {SEARCH_SPACES[key][0]} to search as {key}")
 

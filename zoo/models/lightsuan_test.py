@@ -1,10 +1,14 @@
+from unittest import mock
+
 import numpy as np
 
 import zoo
 from tests.testing import TestCase, small_simulator
 from zoo.errors import ZooError
 from zoo.models.lightsuan import LightSUAN
+from zoo.models.suan import SUAN
 from zoo.models.suan_test import with_candidates
+from zoo.serving import parallel_candidates
 
 SMALL = {"num_layers": 1, "num_heads": 2, "mlp_units": (8,), "dice_momentum": 0.9}
 
@@ -37,6 +41,37 @@ class LightSUANTest(TestCase):
         self.assertGreater(np.abs(self.model.score_candidates(many)[:, 1:] - self.model.score_candidates(other)[:, 1:]).max(), 1e-6)
         self.assertAllClose(first[1], first[0], atol=1e-6)
         self.assertAllClose(first[2], first[0], atol=1e-6)
+
+    def test_is_suan_with_other_defaults(self):
+        self.assertTrue(issubclass(LightSUAN, SUAN))
+        self.assertEqual(LightSUAN.hyperparameter_names(), SUAN.hyperparameter_names())
+        light = LightSUAN(self.simulator.schema, **SMALL).get_config()
+        full = SUAN(self.simulator.schema, **SMALL).get_config()
+        self.assertEqual((light["window_size"], light["dilation"], light["parallel_candidates"]), (8, 2, 32))
+        self.assertEqual((full["window_size"], full["dilation"], full["parallel_candidates"]), (None, 1, 1))
+        self.assertEqual(zoo.registry.entry("lightsuan").signatures, ("serving_default", "parallel_candidates"))
+        self.assertEqual(zoo.registry.entry("suan").signatures, ("serving_default",))
+        self.assertNotIn("distilsuan", zoo.registry.names())  # a lightsuan preset, not a model
+
+    def test_score_candidates_and_export_run_one_score_all(self):
+        """score_candidates compiles SUAN.score_all per call; both exported signatures are score_all."""
+        many = with_candidates(self.features, 5)
+        first = {k: (v[:, :2] if k.startswith("cand_") else v) for k, v in many.items()}
+        with mock.patch.object(LightSUAN, "score_all", autospec=True, side_effect=SUAN.score_all) as score_all:
+            scored = self.model.score_candidates(many, parallel_candidates=2)  # a new (m2, cache) scorer: traced now
+            calls = len(score_all.call_args_list)
+            endpoints = parallel_candidates.endpoints(self.model, {"m2": 2})
+            served = endpoints["score_all"][0](many)
+            served_default = endpoints["serving_default"][0](first)
+        self.assertGreaterEqual(calls, 1)
+        self.assertEqual(len(score_all.call_args_list), calls + 2)
+        for call in score_all.call_args_list:
+            self.assertIs(call.args[0], self.model)
+            self.assertEqual(call.args[2] if len(call.args) > 2 else call.kwargs["parallel_candidates"], 2)
+        self.assertIs(endpoints["score_all"][0], endpoints["serving_default"][0])
+        self.assertAllClose(served["pctr"], scored, atol=1e-5)
+        self.assertAllClose(served_default["pctr"], scored[:, :2], atol=1e-5)
+        self.assertAllClose(served["rectified_pctr"], self.model.rectified_pctr(scored), atol=1e-6)
 
     def test_trains_and_round_trips(self):
         model = zoo.get("lightsuan", schema=self.simulator.schema, window_size=2, dilation=2, parallel_candidates=4, **SMALL)

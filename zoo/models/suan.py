@@ -164,6 +164,12 @@ class SUAN(ZooModel):
         return keras.Model(self.inputs, self.get_layer("logit").output, name=f"{self.name}_logit")
 
     # ------------------------------------------------------------------ parallel inference (§3.3.1)
+    def _scoring_m2(self, parallel_candidates, use_cache):
+        """m2 of a scoring call (default: the model's), checked with the cache request."""
+        if use_cache and self.alignment_pool != "causal":
+            raise ZooError("use_cache=True needs alignment_pool='causal' (the global mean mixes candidates)")
+        return self.parallel_candidates if parallel_candidates is None else check_parallel_candidates(parallel_candidates)
+
     def score_all(self, features, parallel_candidates=None, use_cache=True):
         """pctr [B, m1] of m1 candidates per row, scored in ceil(m1 / m2) parallel passes, in keras.ops.
 
@@ -176,9 +182,7 @@ class SUAN(ZooModel):
         itself only); with alignment_pool="global" the candidates of one pass shift each other's
         scores (see AFNet) and `use_cache` is refused.
         """
-        m2 = self.parallel_candidates if parallel_candidates is None else check_parallel_candidates(parallel_candidates)
-        if use_cache and self.alignment_pool != "causal":
-            raise ZooError("use_cache=True needs alignment_pool='causal' (the global mean mixes candidates)")
+        m2 = self._scoring_m2(parallel_candidates, use_cache)
         embedding, encoder, mlp = self.get_layer("embedding"), self.get_layer("encoder"), self.get_layer("mlp")
         embedded = embedding(features, training=False)
         candidates, candidate_time = embedded["cand"], ops.convert_to_tensor(features["cand_time"])
@@ -227,9 +231,7 @@ class SUAN(ZooModel):
         candidates) so every call has the same shape. m2 defaults to `parallel_candidates`; see
         `score_all` for `use_cache`.
         """
-        m2 = self.parallel_candidates if parallel_candidates is None else check_parallel_candidates(parallel_candidates)
-        if use_cache and self.alignment_pool != "causal":
-            raise ZooError("use_cache=True needs alignment_pool='causal' (the global mean mixes candidates)")
+        m2 = self._scoring_m2(parallel_candidates, use_cache)
         if rows_per_call is not None and (
             isinstance(rows_per_call, bool) or not isinstance(rows_per_call, (int, np.integer)) or rows_per_call < 1
         ):

@@ -37,6 +37,15 @@ class SUANTest(TestCase):
         self.assertAllClose(1.0 / (1.0 + np.exp(-logit)), pctr, atol=1e-6)
         self.assertEqual(self.model.get_config()["mlp_units"], [8])
 
+    def test_relative_bias_shared_by_default(self):
+        """One eq 4 bias for all UABs (the authors' code); share_relative_bias=False gives each its own."""
+        two = dict(SMALL, num_layers=2)
+        shared = SUAN(self.simulator.schema, **two)
+        separate = SUAN(self.simulator.schema, share_relative_bias=False, **two)
+        tables = (2 * (8 + 1) + 1) + 129  # f2: 2(L + 1) + 1 positions, f1: 129 time buckets
+        self.assertEqual(separate.count_params() - shared.count_params(), tables)
+        self.assertEqual((shared.get_config()["share_relative_bias"], separate.get_config()["share_relative_bias"]), (True, False))
+
     def test_rectified_pctr(self):
         model = SUAN(self.simulator.schema, sample_rate=0.25, **SMALL)
         p = np.array([[0.1, 0.5, 0.9]], "float32")
@@ -50,10 +59,13 @@ class SUANTest(TestCase):
         alone = self.model.score_candidates(many, parallel_candidates=1, use_cache=False)
         together = self.model.score_candidates(many, parallel_candidates=5, use_cache=True)
         self.assertAllClose(together, alone, atol=1e-5)
-        # Passes split over calls of 7 rows (16 rows x 3 passes: the last call is filled with copies).
-        for cache in (False, True):
-            split = self.model.score_candidates(many, parallel_candidates=2, use_cache=cache, rows_per_call=7)
-            self.assertAllClose(split, alone, atol=1e-5, msg=f"cache {cache}")
+        # 3 passes of m2 = 2 per row split over calls: at most 9 passes per call is 3 whole rows per call
+        # (16 rows: the last call filled with copies of the last row); at most 2 is 2 passes of one row
+        # per call (its second call filled with placeholder candidates).
+        for cache, rows, rows_per_call in ((False, 16, 9), (True, 16, 9), (True, 3, 2)):
+            some = {k: v[:rows] for k, v in many.items()}
+            split = self.model.score_candidates(some, parallel_candidates=2, use_cache=cache, rows_per_call=rows_per_call)
+            self.assertAllClose(split, alone[:rows], atol=1e-5, msg=f"cache {cache}, rows_per_call {rows_per_call}")
         self.assertAllClose(alone[:, :1], self.model.predict_on_batch(self.features), atol=1e-5)
 
     def test_earlier_positions_ignore_later_behaviours(self):
