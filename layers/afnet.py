@@ -76,20 +76,27 @@ class AFNet(keras.layers.Layer):
         self.gate_cross = add("gate_cross", (reduced, d))  # W3
         self.built = True
 
+    def _weights(self, *weights):
+        """The weights in the compute dtype (the history-cache methods also run outside __call__,
+        where Keras does not autocast them)."""
+        return [ops.cast(w, self.compute_dtype) for w in weights]
+
     def cross(self, e_self, profile):
         """Eq 7-9: E_cross [B, N, d] from E_self [B, N, d] and E_p [B, n2, d_p]."""
         h, dh = self.num_heads, self.head_dim
-        q = ops.reshape(ops.matmul(e_self, self.cross_query), (-1, e_self.shape[1], h, dh))
-        k = ops.reshape(ops.matmul(profile, self.cross_key), (-1, profile.shape[1], h, dh))
-        v = ops.reshape(ops.matmul(profile, self.cross_value), (-1, profile.shape[1], h, dh))
+        w_q, w_k, w_v, w_o = self._weights(self.cross_query, self.cross_key, self.cross_value, self.cross_output)
+        q = ops.reshape(ops.matmul(e_self, w_q), (-1, e_self.shape[1], h, dh))
+        k = ops.reshape(ops.matmul(profile, w_k), (-1, profile.shape[1], h, dh))
+        v = ops.reshape(ops.matmul(profile, w_v), (-1, profile.shape[1], h, dh))
         probs = ops.softmax(ops.einsum("bnhd,bphd->bhnp", q, k) / math.sqrt(dh), axis=-1)
         out = ops.einsum("bhnp,bphd->bnhd", probs, v)
-        return ops.matmul(ops.reshape(out, (-1, e_self.shape[1], h * dh)), self.cross_output)
+        return ops.matmul(ops.reshape(out, (-1, e_self.shape[1], h * dh)), w_o)
 
     def align(self, e_self, e_cross, e_mean):
         """Eq 12-15 given each token's pooled statistic e_mean (same shape as E_self)."""
-        squeezed = ops.relu(ops.matmul(e_mean, self.gate_squeeze))
-        gates = ops.stack([ops.matmul(squeezed, self.gate_self), ops.matmul(squeezed, self.gate_cross)], axis=0)
+        w_1, w_2, w_3 = self._weights(self.gate_squeeze, self.gate_self, self.gate_cross)
+        squeezed = ops.relu(ops.matmul(e_mean, w_1))
+        gates = ops.stack([ops.matmul(squeezed, w_2), ops.matmul(squeezed, w_3)], axis=0)
         w = ops.softmax(gates, axis=0)
         return w[0] * e_self + w[1] * e_cross
 

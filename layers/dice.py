@@ -23,7 +23,7 @@ class Dice(keras.layers.Layer):
         self.momentum = momentum
         self.epsilon = epsilon
         self.normalize = keras.layers.BatchNormalization(
-            momentum=momentum, epsilon=epsilon, center=False, scale=False, name="normalize"
+            momentum=momentum, epsilon=epsilon, center=False, scale=False, dtype=self.dtype_policy, name="normalize"
         )
 
     def build(self, input_shape):

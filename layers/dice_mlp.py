@@ -22,17 +22,18 @@ class DiceMLP(keras.layers.Layer):
         self.units = tuple(units)
         self.dice_momentum = dice_momentum
         self.dropout = dropout
+        policy = self.dtype_policy
         self.hidden = []
         for i, width in enumerate(self.units):
             self.hidden.append(
                 (
-                    keras.layers.Dense(width, name=f"dense_{i}"),
-                    keras.layers.BatchNormalization(momentum=dice_momentum, name=f"batch_norm_{i}"),
-                    Dice(momentum=dice_momentum, name=f"dice_{i}"),
+                    keras.layers.Dense(width, dtype=policy, name=f"dense_{i}"),
+                    keras.layers.BatchNormalization(momentum=dice_momentum, dtype=policy, name=f"batch_norm_{i}"),
+                    Dice(momentum=dice_momentum, dtype=policy, name=f"dice_{i}"),
                 )
             )
-        self.dropout_layer = keras.layers.Dropout(dropout) if dropout else None
-        self.logit = keras.layers.Dense(1, name="logit")
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=policy) if dropout else None
+        self.logit = keras.layers.Dense(1, dtype=policy, name="logit")
 
     def build(self, input_shape):
         shape = tuple(input_shape)

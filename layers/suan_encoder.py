@@ -75,10 +75,16 @@ class SuanEncoder(keras.layers.Layer):
             block.build(history_shape, profile_shape=profile_shape)
         self.built = True
 
+    def _positions(self):
+        """The position table in the compute dtype (`encode_history` and `encode_candidates` also run
+        outside __call__, where Keras does not autocast weights)."""
+        return ops.cast(self.position_table, self.compute_dtype)
+
     def _time_embedding(self, gap):
         """Dense(1 -> d) of log(1 + gap seconds); the log in float32, the Dense in the compute dtype."""
         feature = ops.log1p(ops.maximum(ops.cast(gap, "float32"), 0.0))[..., None]
-        return ops.matmul(ops.cast(feature, self.compute_dtype), self.time_kernel) + self.time_bias
+        kernel, bias = ops.cast(self.time_kernel, self.compute_dtype), ops.cast(self.time_bias, self.compute_dtype)
+        return ops.matmul(ops.cast(feature, self.compute_dtype), kernel) + bias
 
     def _embed_history(self, history, history_valid, history_time):
         """Adds the position and time embeddings: (x [B, L, d], valid, relative times, reference)."""
@@ -89,14 +95,14 @@ class SuanEncoder(keras.layers.Layer):
         previous = ops.concatenate([times[:, :1], times[:, :-1]], axis=1)
         previous_valid = ops.concatenate([ops.zeros_like(valid[:, :1]), valid[:, :-1]], axis=1)
         gap = ops.where(ops.logical_and(valid, previous_valid), times - previous, 0)
-        x = history + self.position_table[None, : self.sequence_length] + self._time_embedding(gap)
+        x = history + self._positions()[None, : self.sequence_length] + self._time_embedding(gap)
         return x, valid, times, reference
 
     def _embed_candidates(self, candidates, candidate_time, reference, newest_valid):
         """Adds the shared position L and the time embedding: (x [B, M, d], relative times)."""
         times = ops.cast(ops.convert_to_tensor(candidate_time) - reference, "int32")
         gap = ops.where(newest_valid, times, 0)
-        return candidates + self.position_table[None, self.sequence_length :] + self._time_embedding(gap), times
+        return candidates + self._positions()[None, self.sequence_length :] + self._time_embedding(gap), times
 
     def encode_history(self, history, history_valid, history_time, profile):
         """History [B, L, d] through every block: (last block's history output, cache)."""

@@ -90,13 +90,13 @@ class SuanSelfAttention(keras.layers.Layer):
     # ------------------------------------------------------------------ pieces
     def _heads(self, x, kernel):
         """[B, N, d] -> [B, N, H, d_head]"""
-        y = ops.matmul(x, kernel)
+        y = ops.matmul(x, ops.cast(kernel, self.compute_dtype))  # cast: the methods also run outside __call__
         return ops.reshape(y, (-1, y.shape[1], self.num_heads, self.head_dim))
 
     def _merge(self, y):
         """[B, N, H, d_head] -> [B, N, d] through W^O"""
         y = ops.reshape(y, (-1, y.shape[1], self.num_heads * self.head_dim))
-        return ops.matmul(y, self.output_kernel)
+        return ops.matmul(y, ops.cast(self.output_kernel, self.compute_dtype))
 
     def _scale(self):
         return 1.0 / math.sqrt(self.head_dim)

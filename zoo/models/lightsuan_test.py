@@ -1,5 +1,6 @@
 from unittest import mock
 
+import keras
 import numpy as np
 
 import zoo
@@ -72,6 +73,20 @@ class LightSUANTest(TestCase):
         self.assertAllClose(served["pctr"], scored, atol=1e-5)
         self.assertAllClose(served_default["pctr"], scored[:, :2], atol=1e-5)
         self.assertAllClose(served["rectified_pctr"], self.model.rectified_pctr(scored), atol=1e-6)
+
+    def test_mixed_precision(self):
+        """Under mixed_float16 the graph, score_all (outside any __call__) and score_candidates run in
+        float16 and stay close to float32 (times stay integers, softmaxes run in float32)."""
+        keras.config.set_dtype_policy("mixed_float16")
+        self.addCleanup(keras.config.set_dtype_policy, "float32")
+        model = LightSUAN(self.simulator.schema, window_size=2, dilation=3, parallel_candidates=3, **SMALL)
+        keras.config.set_dtype_policy("float32")
+        model.set_weights(self.model.get_weights())
+        many = with_candidates(self.features, 4)
+        expected = self.model.score_candidates(many)
+        self.assertEqual(keras.backend.standardize_dtype(model.predict_on_batch(self.features).dtype), "float16")
+        self.assertAllClose(model.score_candidates(many), expected, atol=5e-3, rtol=0)
+        self.assertAllClose(keras.ops.cast(model.score_all(many), "float32"), expected, atol=5e-3, rtol=0)
 
     def test_trains_and_round_trips(self):
         model = zoo.get("lightsuan", schema=self.simulator.schema, window_size=2, dilation=2, parallel_candidates=4, **SMALL)

@@ -40,7 +40,7 @@ class _Scorer(keras.Model):
     the backend's own compiler, like any model."""
 
     def __init__(self, suan, parallel_candidates, use_cache, **kwargs):
-        super().__init__(**kwargs)
+        super().__init__(dtype=suan.dtype_policy, **kwargs)
         self.suan = suan
         self.parallel_candidates = parallel_candidates
         self.use_cache = use_cache
