@@ -75,8 +75,9 @@ class LightSUANTest(TestCase):
         self.assertAllClose(served["rectified_pctr"], self.model.rectified_pctr(scored), atol=1e-6)
 
     def test_mixed_precision(self):
-        """Under mixed_float16 the graph, score_all (outside any __call__) and score_candidates run in
-        float16 and stay close to float32 (times stay integers, softmaxes run in float32)."""
+        """Under mixed_float16 the graph and score_candidates run in float16 and stay close to float32
+        (times stay integers, softmaxes run in float32); so does score_all called directly, outside
+        any __call__, as the export does (TensorFlow only: eager JAX is slow)."""
         keras.config.set_dtype_policy("mixed_float16")
         self.addCleanup(keras.config.set_dtype_policy, "float32")
         model = LightSUAN(self.simulator.schema, window_size=2, dilation=3, parallel_candidates=3, **SMALL)
@@ -86,7 +87,8 @@ class LightSUANTest(TestCase):
         expected = self.model.score_candidates(many)
         self.assertEqual(keras.backend.standardize_dtype(model.predict_on_batch(self.features).dtype), "float16")
         self.assertAllClose(model.score_candidates(many), expected, atol=5e-3, rtol=0)
-        self.assertAllClose(keras.ops.cast(model.score_all(many), "float32"), expected, atol=5e-3, rtol=0)
+        if keras.backend.backend() == "tensorflow":
+            self.assertAllClose(keras.ops.cast(model.score_all(many), "float32"), expected, atol=5e-3, rtol=0)
 
     def test_trains_and_round_trips(self):
         model = zoo.get("lightsuan", schema=self.simulator.schema, window_size=2, dilation=2, parallel_candidates=4, **SMALL)

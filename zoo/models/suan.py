@@ -44,6 +44,7 @@ class _Scorer(keras.Model):
         self.suan = suan
         self.parallel_candidates = parallel_candidates
         self.use_cache = use_cache
+        self.built = True  # its weights are the built SUAN's: no eager build call (slow under JAX)
 
     def call(self, features):
         return self.suan.score_all(features, self.parallel_candidates, self.use_cache)

@@ -62,10 +62,10 @@ class SUANTest(TestCase):
         # 3 passes of m2 = 2 per row split over calls: at most 9 passes per call is 3 whole rows per call
         # (16 rows: the last call filled with copies of the last row); at most 2 is 2 passes of one row
         # per call (its second call filled with placeholder candidates).
-        for cache, rows, rows_per_call in ((False, 16, 9), (True, 16, 9), (True, 3, 2)):
+        for rows, rows_per_call in ((16, 9), (3, 2)):
             some = {k: v[:rows] for k, v in many.items()}
-            split = self.model.score_candidates(some, parallel_candidates=2, use_cache=cache, rows_per_call=rows_per_call)
-            self.assertAllClose(split, alone[:rows], atol=1e-5, msg=f"cache {cache}, rows_per_call {rows_per_call}")
+            split = self.model.score_candidates(some, parallel_candidates=2, rows_per_call=rows_per_call)
+            self.assertAllClose(split, alone[:rows], atol=1e-5, msg=f"rows_per_call {rows_per_call}")
         self.assertAllClose(alone[:, :1], self.model.predict_on_batch(self.features), atol=1e-5)
 
     def test_earlier_positions_ignore_later_behaviours(self):
