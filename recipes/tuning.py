@@ -78,6 +78,11 @@ class ZooHyperModel(keras_tuner.HyperModel):
                     raise ZooError(f"lambda weights SUAN's distillation: the student must be lightsuan, not {model_name}")
             elif SEARCH_SPACES[key][0] not in names:
                 raise ZooError(f"{model_name} has no hyperparameter {SEARCH_SPACES[key][0]} to search as {key}")
+        if "r" in self.search and "k" not in self.search and self.config.get("window_size") is None:
+            raise ZooError(
+                f"searching r (dilation) needs sparse attention: {model_name} has window_size=None; "
+                "fix a window (window_size=8) or search k too"
+            )
 
     def choices(self, hp):
         """The hyperparameters of one trial: the fixed ones plus KerasTuner's picks."""

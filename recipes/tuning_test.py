@@ -59,8 +59,10 @@ class TuningTest(TestCase):
         model = distill.build(hp)
         self.assertIsInstance(model, OnlineDistillation)
         self.assertEqual(model.distillation_weight, hp.get("lambda"))
-        with self.assertRaisesRegex(ZooError, "student must be lightsuan or distilsuan"):
+        with self.assertRaisesRegex(ZooError, "the student must be lightsuan, not suan"):
             ZooHyperModel("suan", self.simulator.schema, ["lambda"])
+        with self.assertRaisesRegex(ZooError, "searching r \\(dilation\\) needs sparse attention: suan has window_size=None"):
+            ZooHyperModel("suan", self.simulator.schema, ["r"])
 
     def test_two_trial_search_resumes_after_an_interruption_and_saves_the_best(self):
         directory = self.get_temp_dir()

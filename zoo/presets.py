@@ -140,6 +140,12 @@ def load(name_or_directory):
     module docstring for the checks)."""
     directory = resolve(name_or_directory)
     model, metadata = _build_from_folder(directory)
+    recorded = metadata.get("parameters")
+    if recorded is not None and model.count_params() != recorded:
+        raise ZooError(
+            f"{directory / CONFIG}: builds a model of {model.count_params():,} parameters but {directory / METADATA} "
+            f"records {recorded:,} (the config or the model's code changed after saving)"
+        )
     expected = metadata.get("weights_sha256")
     weights = directory / WEIGHTS
     if expected is None:

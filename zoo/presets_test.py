@@ -71,6 +71,14 @@ class PresetsTest(TestCase):
 
         self.assertRegex(damaged(code_instead_of_config), "config.json: a schema is a JSON object")
 
+    def test_a_parameter_count_other_than_the_recorded_one(self):
+        zoo.save(self.model, self.dir)
+        metadata = json.loads((self.dir / METADATA).read_text())
+        metadata["parameters"] += 1
+        (self.dir / METADATA).write_text(json.dumps(metadata))
+        with self.assertRaisesRegex(ZooError, "config.json: builds a model of .* parameters but .*metadata.json records"):
+            zoo.load(self.dir)
+
     def test_weights_that_do_not_fit_the_config(self):
         zoo.save(self.model, self.dir)
         other = zoo.get("din", schema=self.simulator.schema, attention_units=(4,), mlp_units=(16,))

@@ -9,6 +9,7 @@ Signatures (a model declares "encode_decode" when it registers; `zoo.export` che
                      each candidate.
 """
 
+from zoo.datasets.pipeline import tensor_specs
 from zoo.serving import plain
 
 
@@ -18,7 +19,7 @@ def endpoints(model, options):
     import tensorflow as tf
 
     schema = model.schema
-    dynamic = plain.input_signature(schema, any_candidates=True)  # N candidates per request, any N
+    dynamic = tensor_specs(schema, any_candidates=True)  # N candidates per request, any N
     encoder, decoder = model.encoder(), model.decoder(None)
     length, width = schema.sequence_length, model.model_dim
 

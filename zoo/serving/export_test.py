@@ -183,5 +183,5 @@ class ParallelCandidatesExportTest(TestCase):
     def test_suan_has_no_parallel_signature(self):
         simulator = small_simulator()
         model = zoo.get("suan", schema=simulator.schema, **SMALL["suan"])
-        with self.assertRaisesRegex(ZooError, "serves lightsuan and distilsuan; suan exports with serving_default"):
+        with self.assertRaisesRegex(ZooError, "serves lightsuan; suan exports with serving_default"):
             zoo.export(model, Path(self.get_temp_dir()) / "1", signature="parallel_candidates")

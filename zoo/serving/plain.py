@@ -2,8 +2,6 @@
 
 from zoo.datasets.pipeline import tensor_specs
 
-input_signature = tensor_specs
-
 
 def endpoints(model, options):
     """{signature name: (function, input signature)} for the plain export."""
