@@ -19,6 +19,10 @@ class FeatureEmbedding(keras.layers.Layer):
         "user": [B, D_user], "ctx": [B, D_ctx] concatenated field embeddings;
         "num": [B, F_num] float32 numerics;
         and every id feature's own embedding under its key ("user_age": [B, d]).
+
+    A batch may hold a subset of the schema's keys (a serving sub-model: ReST's encoder takes the
+    hist_* keys only, its decoder no hist_* key): the features present are embedded, and a group's
+    entry ("hist", "user", ...) is returned when all of that group's keys are present.
     """
 
     def __init__(self, schema, embeddings_initializer="uniform", **kwargs):
@@ -36,6 +40,7 @@ class FeatureEmbedding(keras.layers.Layer):
                     feature.embedding_dim,
                     embeddings_initializer=self.embeddings_initializer,
                     name=f"embedding_{table}",
+                    dtype=self.dtype_policy,
                 )
 
     def build(self, input_shape=None):
@@ -67,24 +72,28 @@ class FeatureEmbedding(keras.layers.Layer):
         embedded = {
             f.key: self._table(f)(ops.cast(features[f.key], "int32"))
             for f in self.schema.features
-            if f.group != "num"
+            if f.group != "num" and f.key in features
+        }
+        complete = {
+            group: bool(self.schema.group(group)) and all(f.key in features for f in self.schema.group(group))
+            for group in ("hist", "cand", "user", "ctx", "num")
         }
         outputs = dict(embedded)
         for group in ("hist", "cand"):
-            if self.schema.group(group):
+            if complete[group]:
                 outputs[group] = self._tokens(features, group, embedded)
-        if self.schema.group("hist"):
+        if complete["hist"]:
             ids = [ops.cast(features[f.key], "int32") for f in self.schema.group("hist")]
             nonzero = ops.stack([ops.not_equal(i, 0) for i in ids], axis=-1)
             outputs["hist_valid"] = ops.any(nonzero, axis=-1)
         for group in ("user", "ctx"):
-            keys = [f.key for f in self.schema.group(group)]
-            if keys:
-                parts = [embedded[k] for k in keys]
+            if complete[group]:
+                parts = [embedded[f.key] for f in self.schema.group(group)]
                 outputs[group] = ops.concatenate(parts, axis=-1) if len(parts) > 1 else parts[0]
-        numerics = [ops.cast(features[f.key], self.compute_dtype) for f in self.schema.group("num")]
-        if numerics:
-            outputs["num"] = ops.stack(numerics, axis=-1)
+        if complete["num"]:
+            outputs["num"] = ops.stack(
+                [ops.cast(features[f.key], self.compute_dtype) for f in self.schema.group("num")], axis=-1
+            )
         return outputs
 
     def get_config(self):

@@ -23,6 +23,29 @@ class FeatureEmbeddingTest(TestCase):
         clone.set_weights(layer.get_weights())
         self.assertAllClose(clone(features)["hist"], outputs["hist"])
 
+    def test_run_layer_test(self):
+        simulator = small_simulator()
+        features, _ = simulator.sample(4)
+        d = 3 * simulator.embedding_dim
+        # The first output in keras.tree order is "cand" [B, M, D].
+        self.run_layer_test(FeatureEmbedding, {"schema": simulator.schema.to_dict()}, dict(features), (4, 1, d))
+
+    def test_a_subset_of_the_keys_embeds_the_groups_it_completes(self):
+        simulator = small_simulator()
+        features, _ = simulator.sample(3)
+        layer = FeatureEmbedding(simulator.schema)
+        full = layer(features)
+        hist_only = layer({k: v for k, v in features.items() if k.startswith("hist")})
+        self.assertEqual(sorted(k for k in hist_only if "_" not in k or k == "hist_valid"), ["hist", "hist_valid"])
+        self.assertAllClose(hist_only["hist"], full["hist"])
+        no_hist = layer({k: v for k, v in features.items() if not k.startswith("hist")})
+        self.assertNotIn("hist", no_hist)
+        for group in ("cand", "user", "ctx", "num"):
+            self.assertAllClose(no_hist[group], full[group])
+        partial_user = layer({k: v for k, v in features.items() if k != "user_age"})
+        self.assertNotIn("user", partial_user)  # a group is returned only when complete
+        self.assertIn("user_city", partial_user)
+
     def test_tokens_share_tables_and_zero_fill_missing_fields(self):
         schema = Schema(
             features=(

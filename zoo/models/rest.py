@@ -125,7 +125,7 @@ class ReST(ZooModel):
         models = self._sub_models.models
         if "encoder" not in models:
             inputs = {k: v for k, v in self._serving_inputs(1).items() if k.startswith("hist")}
-            embedded = self.get_layer("embedding")(self._with_stand_ins(inputs))
+            embedded = self.get_layer("embedding")(inputs)
             memory = self.get_layer("encoder")(embedded["hist"], embedded["hist_valid"], inputs["hist_time"])
             models["encoder"] = keras.Model(
                 inputs, {"memory": memory, "memory_valid": embedded["hist_valid"]}, name=f"{self.name}_encoder"
@@ -144,7 +144,7 @@ class ReST(ZooModel):
                       if not k.startswith("hist") or k == "hist_time"}
             inputs["memory"] = keras.Input(shape=(length, self.model_dim), name="memory")
             inputs["memory_valid"] = keras.Input(shape=(length,), dtype="bool", name="memory_valid")
-            embedded = self.get_layer("embedding")(self._with_stand_ins(inputs))
+            embedded = self.get_layer("embedding")({k: inputs[k] for k in self.schema.keys() if k in inputs})
             pctr = self.get_layer("decoder")(
                 inputs["memory"], inputs["memory_valid"], inputs["hist_time"], embedded["cand"], inputs["cand_time"],
                 **_per_row_inputs(embedded),
@@ -160,18 +160,6 @@ class ReST(ZooModel):
             k: keras.Input(shape=(num_candidates,) if k.startswith("cand") else s, dtype=t, name=k)
             for k, (s, t) in spec.items()
         }
-
-    def _with_stand_ins(self, inputs):
-        """`inputs` completed with one-token zeros for the schema keys a sub-model does not take:
-        FeatureEmbedding embeds every key of the schema; the stand-ins' embeddings are left unused."""
-        reference = next(v for k, v in inputs.items() if k.startswith(("hist_", "cand_")) and not k.endswith("time"))
-        zeros = ops.zeros_like(ops.cast(reference[:, :1], "int32"))  # [B, 1]
-        features = dict(inputs)
-        for feature in self.schema.features:
-            if feature.key not in features:
-                stand_in = zeros if feature.group in ("hist", "cand") else zeros[:, 0]
-                features[feature.key] = ops.cast(stand_in, "float32") if feature.group == "num" else stand_in
-        return features
 
     # ------------------------------------------------------------------ serving
     def encode(self, features):
