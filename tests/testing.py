@@ -48,16 +48,19 @@ def run_python(code, backend, timeout=600):
 
 def _symbolic(tree):
     """`tree` with every NumPy array replaced by a keras.Input of its shape and dtype (batch included);
-    returns (the new tree, the list of inputs in flattening order)."""
-    inputs = []
+    returns (the new tree, its inputs in keras.tree.flatten order, the order of `_arrays(tree)`)."""
 
     def to_input(value):
         if not isinstance(value, np.ndarray):
             return value
-        inputs.append(keras.Input(shape=value.shape[1:], batch_size=value.shape[0], dtype=str(value.dtype)))
-        return inputs[-1]
+        return keras.Input(shape=value.shape[1:], batch_size=value.shape[0], dtype=str(value.dtype))
 
-    return keras.tree.map_structure(to_input, tree), inputs
+    symbolic = keras.tree.map_structure(to_input, tree)
+    return symbolic, [x for x in keras.tree.flatten(symbolic) if isinstance(x, keras.KerasTensor)]
+
+
+def _arrays(tree):
+    return [x for x in keras.tree.flatten(tree) if isinstance(x, np.ndarray)]
 
 
 class LayerRunner:
@@ -160,7 +163,7 @@ class TestCase(unittest.TestCase):
         model = keras.Model(model_inputs, output)
         before = [to_numpy(w) for w in layer.trainable_weights]
         model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
-        arrays = [a for a in keras.tree.flatten((args, call_kwargs)) if isinstance(a, np.ndarray)]
+        arrays = _arrays((args, call_kwargs))
         target = np.ones(tuple(output.shape), "float32")
         model.fit(arrays, target, batch_size=len(target), epochs=1, verbose=0, shuffle=False)
         moved = [not np.allclose(b, to_numpy(w)) for b, w in zip(before, layer.trainable_weights)]
