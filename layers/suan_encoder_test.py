@@ -27,6 +27,7 @@ class SuanEncoderTest(TestCase):
             encoder, _ = self.run_layer_test(
                 SuanEncoder, {"num_layers": 2, "num_heads": 2, "sequence_length": 6, "share_relative_bias": share},
                 tuple(self.args()), (2, 3, 8), expected_num_trainable_weights=weights,
+                run_training_check=share, run_mixed_precision_check=share,  # the layers are the same
             )
             self.assertEqual(encoder.get_config()["share_relative_bias"], share)
 
