@@ -1,6 +1,7 @@
 import keras
 from keras import ops
 
+from zoo.errors import ZooError
 from zoo.schema import Schema
 
 
@@ -22,7 +23,8 @@ class FeatureEmbedding(keras.layers.Layer):
 
     A batch may hold a subset of the schema's keys (a serving sub-model: ReST's encoder takes the
     hist_* keys only, its decoder no hist_* key): the features present are embedded, and a group's
-    entry ("hist", "user", ...) is returned when all of that group's keys are present.
+    entry ("hist", "user", ...) is returned when all of that group's keys are present. Part of a
+    group is an error naming the missing keys.
     """
 
     def __init__(self, schema, embeddings_initializer="uniform", **kwargs):
@@ -74,10 +76,13 @@ class FeatureEmbedding(keras.layers.Layer):
             for f in self.schema.features
             if f.group != "num" and f.key in features
         }
-        complete = {
-            group: bool(self.schema.group(group)) and all(f.key in features for f in self.schema.group(group))
-            for group in ("hist", "cand", "user", "ctx", "num")
-        }
+        complete = {}
+        for group in ("hist", "cand", "user", "ctx", "num"):
+            keys = [f.key for f in self.schema.group(group)]
+            missing = [k for k in keys if k not in features]
+            if missing and len(missing) < len(keys):
+                raise ZooError(f"the batch has some {group}_ features but not {', '.join(missing)}")
+            complete[group] = bool(keys) and not missing
         outputs = dict(embedded)
         for group in ("hist", "cand"):
             if complete[group]:

@@ -2,6 +2,7 @@ import keras
 import numpy as np
 
 from tests.testing import TestCase, small_simulator
+from zoo.errors import ZooError
 from zoo.feature import Feature
 from zoo.layers.feature_embedding import FeatureEmbedding
 from zoo.schema import Schema
@@ -42,9 +43,8 @@ class FeatureEmbeddingTest(TestCase):
         self.assertNotIn("hist", no_hist)
         for group in ("cand", "user", "ctx", "num"):
             self.assertAllClose(no_hist[group], full[group])
-        partial_user = layer({k: v for k, v in features.items() if k != "user_age"})
-        self.assertNotIn("user", partial_user)  # a group is returned only when complete
-        self.assertIn("user_city", partial_user)
+        with self.assertRaisesRegex(ZooError, "the batch has some user_ features but not user_age"):
+            layer({k: v for k, v in features.items() if k != "user_age"})
 
     def test_tokens_share_tables_and_zero_fill_missing_fields(self):
         schema = Schema(

@@ -58,7 +58,11 @@ def model_overrides(recipe, model_class):
 
 
 def check_model_overrides(model, recipe):
-    """A model built with other values than the ones its recipe fixes is an error, not a silent run."""
+    """A model built with other values than the ones its recipe fixes is an error, not a silent run.
+    A training wrapper (OnlineDistillation, ReSTTrainer) is checked through the zoo model it trains."""
+    model = getattr(model, "student", None) or getattr(model, "model", None) or model
+    if not hasattr(model, "hyperparameter_names"):
+        return
     for key, value in model_overrides(recipe, type(model)).items():
         if getattr(model, key) != value:
             raise ZooError(

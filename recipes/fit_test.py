@@ -61,6 +61,16 @@ class FitTest(TestCase):
             fit(other, train, recipe="deres", steps_per_epoch=2, epochs=1, verbose=0)
         history = fit(other, train, recipe="deres", steps_per_epoch=2, epochs=1, verbose=0, model_overrides={})
         self.assertTrue(np.isfinite(history.history["loss"]).all())
+        # A training wrapper is checked through the zoo model it trains; a plain Keras model has nothing to check.
+        import types
+
+        import keras
+
+        from zoo.recipes.fit import check_model_overrides
+
+        with self.assertRaisesRegex(ZooError, "this deres_p has dropout=0.0"):
+            check_model_overrides(types.SimpleNamespace(student=other), get_recipe("deres"))
+        check_model_overrides(keras.Sequential([keras.layers.Dense(1)]), get_recipe("deres"))
 
     def test_backup_and_checkpoint_callbacks(self):
         simulator = small_simulator()

@@ -48,7 +48,7 @@ def run_python(code, backend, timeout=600):
 
 def _symbolic(tree):
     """`tree` with every NumPy array replaced by a keras.Input of its shape and dtype (batch included);
-    returns (the new tree, its inputs in keras.tree.flatten order, the order of `_arrays(tree)`)."""
+    returns (the new tree, its inputs in keras.tree.flatten order: the order of `_arrays(tree)`)."""
 
     def to_input(value):
         if not isinstance(value, np.ndarray):
@@ -140,7 +140,7 @@ class TestCase(unittest.TestCase):
             for got, want in zip(keras.tree.flatten(clone(*args, **call_kwargs)), keras.tree.flatten(output)):
                 self.assertAllClose(got, want)
         symbolic = layer_cls.from_config(config)
-        inputs_tree, model_inputs = _symbolic((args, call_kwargs))
+        inputs_tree, _ = _symbolic((args, call_kwargs))
         symbolic_output = keras.tree.flatten(symbolic(*inputs_tree[0], **inputs_tree[1]))[0]
         self.assertEqual(tuple(symbolic_output.shape), tuple(expected_output_shape))
         if run_training_check and layer.trainable_weights:
@@ -156,7 +156,7 @@ class TestCase(unittest.TestCase):
         return layer, output
 
     def _check_training_step(self, layer_cls, config, args, call_kwargs):
-        """One SGD step of a model around a fresh layer (towards zero outputs) changes its weights."""
+        """One SGD step of a model around a fresh layer (towards outputs of ones) changes its weights."""
         inputs_tree, model_inputs = _symbolic((args, call_kwargs))
         layer = layer_cls.from_config(config)
         output = keras.tree.flatten(layer(*inputs_tree[0], **inputs_tree[1]))[0]

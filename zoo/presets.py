@@ -198,6 +198,8 @@ def _shipped():
         for preset, row in preset_table(model_name).items():
             if preset in presets and presets[preset][0] != model_name:
                 raise ZooError(f"preset name '{preset}' is listed by both {presets[preset][0]} and {model_name}")
+            if preset in registry.names() and preset != model_name:
+                raise ZooError(f"preset name '{preset}' of {model_name} is the name of another model")
             presets[preset] = (model_name, row)
     return presets
 
@@ -212,6 +214,8 @@ def resolve(name_or_directory, preset=None):
             raise ZooError(f"{text}: no such preset directory")
         return Path(text)
     shipped = _shipped()
+    if (text in registry.names() or text in shipped) and Path(text).is_dir():
+        raise ZooError(f"'{text}' names a shipped preset and a folder here: write ./{text} for the folder")
     if text in registry.names():
         table = preset_table(text)
         if preset is None:

@@ -133,6 +133,19 @@ class PresetResolutionTest(TestCase):
         with self.assertRaisesRegex(ZooError, "unknown model 'distilsaun'.*did you mean"):
             resolve("distilsaun")
 
+    def test_a_folder_named_like_a_shipped_preset_is_not_shadowed(self):
+        import os
+
+        from zoo.presets import resolve
+
+        here = os.getcwd()
+        os.chdir(self.get_temp_dir())
+        self.addCleanup(os.chdir, here)
+        zoo.save(zoo.get("din", schema=small_simulator().schema, **SMALL["din"]), "./din")
+        with self.assertRaisesRegex(ZooError, "'din' names a shipped preset and a folder here: write ./din"):
+            zoo.load("din")
+        self.assertEqual(resolve("./din"), Path("./din"))
+
     def test_get_loads_another_preset_by_name(self):
         distilled = zoo.get("lightsuan", preset="distilsuan")
         self.assertEqual(distilled.registered_name, "lightsuan")

@@ -21,8 +21,8 @@ class AttnRes(ZooModel):
         num_layers: L.  width: d.  num_heads: attention heads.
         num_blocks: B, a divisor of L.
         weighting: "softmax" (AttnRes, eq 4), "silu" (pointwise, eq 8) or "relu".
-    `introspect(features)` returns the alpha_{l,b} matrix (gamma entries are None).
         dropout: residual dropout in every Transformer layer while training (DeRes §4: 0.1).
+    `introspect(features)` returns the alpha_{l,b} matrix (gamma entries are None).
     """
 
     def __init__(self, schema, num_layers=8, width=128, num_heads=4, num_blocks=8, weighting="softmax", dropout=0.1, **kwargs):

@@ -13,10 +13,10 @@ from zoo.registry import register
 from zoo.schema import Schema
 
 
-def check_parallel_candidates(m2):
-    """m2 as an int; a one-line error unless it is an integer >= 1."""
+def check_parallel_candidates(m2, name="parallel_candidates (m2)"):
+    """m2 (or another count `name`) as an int; a one-line error unless it is an integer >= 1."""
     if isinstance(m2, bool) or not isinstance(m2, (int, np.integer)) or m2 < 1:
-        raise ZooError(f"parallel_candidates (m2) is {m2!r}; it must be an integer >= 1")
+        raise ZooError(f"{name} is {m2!r}; it must be an integer >= 1")
     return int(m2)
 
 
@@ -233,10 +233,8 @@ class SUAN(ZooModel):
         `score_all` for `use_cache`.
         """
         m2 = self._scoring_m2(parallel_candidates, use_cache)
-        if rows_per_call is not None and (
-            isinstance(rows_per_call, bool) or not isinstance(rows_per_call, (int, np.integer)) or rows_per_call < 1
-        ):
-            raise ZooError(f"rows_per_call is {rows_per_call!r}; it must be an integer >= 1")
+        if rows_per_call is not None:
+            check_parallel_candidates(rows_per_call, "rows_per_call")
         self.schema.validate(features)
         features = {k: np.asarray(v) for k, v in features.items()}
         cand_keys = [k for k in features if k.startswith("cand_")]

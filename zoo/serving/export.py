@@ -65,8 +65,6 @@ def export(model_or_preset, path, signature="serving_default", **options):
     saved as a preset and re-exported in a TensorFlow subprocess.
     """
     path = _check_target(path)
-    if signature not in SIGNATURES:
-        raise ZooError(f"unknown signature '{signature}' (signatures: {', '.join(SIGNATURES)})")
     model = None
     if isinstance(model_or_preset, keras.Model):
         model = model_or_preset

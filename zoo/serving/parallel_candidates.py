@@ -25,7 +25,8 @@ def endpoints(model, options):
         plain.raise_unused(options, "parallel_candidates")
 
     def score(features):
-        pctr = model.score_all(features, parallel_candidates=m2)
+        # The history cache is exact with causal alignment pooling only (see SUAN.score_all).
+        pctr = model.score_all(features, parallel_candidates=m2, use_cache=model.alignment_pool == "causal")
         return {"pctr": pctr, "rectified_pctr": model.rectified_pctr(pctr)}
 
     return {
