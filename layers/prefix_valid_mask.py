@@ -13,7 +13,7 @@ class PrefixValidMask(keras.layers.Layer):
     its own time. With the causal encoder, the memory H_i depends only on behaviours 1..i, so sample m
     sees exactly what a pass over its own history would produce. In ordinary rows (history strictly
     before the candidate's time) the mask equals `valid`. Times must be sorted oldest first (see
-    `zoo.models.rest.check_histories`).
+    `zoo.Schema.validate`).
 
     Call:
         valid [B, L] bool, history_time [B, L] int seconds, sample_time [B, M] int seconds

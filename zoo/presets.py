@@ -2,13 +2,15 @@
 resolver from a name to a model (`get`, `load`, `resolve`, `list_presets`, `list_models`).
 
     <dir>/config.json        {"model": registered name, "config": hyperparameters incl. the Schema}
-    <dir>/metadata.json      zoo, keras and backend versions, date, parameter count, the weights'
-                             sha256, training data and metrics when known
+    <dir>/metadata.json      zoo, keras and backend versions, date, parameter count, the sha256 of
+                             config.json and of the weights, training data and metrics when known
     <dir>/model.weights.h5   the weights (absent in a config-only preset)
 
 Loading never deserializes code: config.json is plain JSON that goes through the registry to the
 model's own constructor (nothing but registered zoo classes can be named), and the weights are read
-by `Model.load_weights`. Every problem is one ZooError line naming the file.
+by `Model.load_weights`. Both files are checked against metadata.json (sha256; a preset written before
+the config was checksummed has no config_sha256 and skips that check), and the model built from the
+config must have the recorded parameter count. Every problem is one ZooError line naming the file.
 
 Shipped presets are listed per model, keras-hub style, in `zoo/models/<model>_presets.py`: a dict
 `PRESETS = {preset name: {"description": ..., "path": folder under saved/}}`, the first one being the
@@ -58,6 +60,7 @@ def save(model, directory, *, metadata=None, weights=True):
     config.pop("trainable", None)
     (directory / CONFIG).write_text(json.dumps({"model": model.registered_name, "config": config}, indent=2))
     info = {
+        "config_sha256": _sha256(directory / CONFIG),
         "zoo_version": __version__,
         "keras_version": keras.__version__,
         "backend": keras.backend.backend(),
@@ -80,13 +83,20 @@ def _first_line(error):
     return text.splitlines()[0] if text else type(error).__name__
 
 
+MAX_JSON_BYTES = 16 << 20  # a preset's config.json or metadata.json larger than this is refused
+
+
 def _read_json(path):
     if not path.is_file():
         raise ZooError(f"{path}: missing")
+    if path.stat().st_size > MAX_JSON_BYTES:
+        raise ZooError(f"{path}: {path.stat().st_size:,} bytes, more than a preset's JSON may hold ({MAX_JSON_BYTES:,})")
     try:
         value = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ZooError(f"{path}: not valid JSON ({error})") from None
+    except RecursionError:
+        raise ZooError(f"{path}: not valid JSON (nested too deeply)") from None
     if not isinstance(value, dict):
         raise ZooError(f"{path}: expected a JSON object, found {type(value).__name__}")
     return value
@@ -139,6 +149,11 @@ def load(name_or_directory):
     """Restores a preset (a folder, or a shipped preset's name) under the current backend (see the
     module docstring for the checks)."""
     directory = resolve(name_or_directory)
+    recorded_config = read_metadata(directory).get("config_sha256")
+    if recorded_config is not None and (directory / CONFIG).is_file() and _sha256(directory / CONFIG) != recorded_config:
+        raise ZooError(
+            f"{directory / CONFIG}: sha256 does not match {directory / METADATA} (edited after saving)"
+        )
     model, metadata = _build_from_folder(directory)
     recorded = metadata.get("parameters")
     if recorded is not None and model.count_params() != recorded:

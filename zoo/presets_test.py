@@ -52,24 +52,47 @@ class PresetsTest(TestCase):
             message = damaged(lambda: path.write_bytes(b"\x00garbage\xff" * 50))
             self.assertIn(name, message)
 
+        def rewrite_config(config):
+            """An edited config.json whose checksum metadata.json follows (to reach the deeper checks)."""
+            (self.dir / CONFIG).write_text(json.dumps(config))
+            metadata = json.loads((self.dir / METADATA).read_text())
+            metadata["config_sha256"] = __import__("zoo.presets").presets._sha256(self.dir / CONFIG)
+            (self.dir / METADATA).write_text(json.dumps(metadata))
+
         def rename_model():
             config = json.loads((self.dir / CONFIG).read_text())
             config["model"] = "dinx"
-            (self.dir / CONFIG).write_text(json.dumps(config))
+            rewrite_config(config)
 
         self.assertRegex(damaged(rename_model), "config.json: unknown model 'dinx'.*did you mean 'din'")
 
         def bad_hyperparameter():
             config = json.loads((self.dir / CONFIG).read_text())
             config["config"]["colour"] = "red"
-            (self.dir / CONFIG).write_text(json.dumps(config))
+            rewrite_config(config)
 
         self.assertRegex(damaged(bad_hyperparameter), "config.json: invalid configuration for 'din'")
 
         def code_instead_of_config():
-            (self.dir / CONFIG).write_text(json.dumps({"model": "din", "config": {"schema": "__import__('os')"}}))
+            rewrite_config({"model": "din", "config": {"schema": "__import__('os')"}})
 
         self.assertRegex(damaged(code_instead_of_config), "config.json: a schema is a JSON object")
+
+        def edited_hyperparameter_keeping_the_shapes():
+            config = json.loads((self.dir / CONFIG).read_text())
+            config["config"]["dice_momentum"] = 0.5
+            (self.dir / CONFIG).write_text(json.dumps(config))
+
+        self.assertRegex(damaged(edited_hyperparameter_keeping_the_shapes),
+                         "config.json: sha256 does not match .*metadata.json \\(edited after saving\\)")
+
+        def deeply_nested():
+            (self.dir / CONFIG).write_text("[" * 100_000 + "]" * 100_000)
+            metadata = json.loads((self.dir / METADATA).read_text())
+            metadata["config_sha256"] = __import__("zoo.presets").presets._sha256(self.dir / CONFIG)
+            (self.dir / METADATA).write_text(json.dumps(metadata))
+
+        self.assertRegex(damaged(deeply_nested), "config.json: not valid JSON")
 
     def test_a_parameter_count_other_than_the_recorded_one(self):
         zoo.save(self.model, self.dir)

@@ -29,6 +29,7 @@ from zoo.feature import Feature
 GROUPS = ("hist", "user", "cand", "ctx", "num")
 ID_GROUPS = ("hist", "user", "cand", "ctx")
 TIME_KEYS = ("hist_time", "cand_time")
+NUMERIC_LIMIT = 1e9  # |num_*| above this is refused (see Schema.validate)
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -172,18 +173,37 @@ class Schema:
         return dataclasses.replace(self, num_candidates=num_candidates)
 
     # ------------------------------------------------------------------ batches
-    def validate(self, features, labels=None):
-        """Checks a batch of NumPy-convertible arrays against the contract; raises a one-line ZooError."""
+    def validate(self, features, labels=None, keys=None):
+        """Checks a batch against the contract before any backend sees it; returns it as NumPy arrays of
+        the contract's dtypes. Every problem is a one-line ZooError naming the feature:
+
+        - a dict holding exactly the schema's keys (or `keys`, the subset a serving part takes);
+        - B >= 1 rows, the same B everywhere; hist_* [B, L] with L the schema's sequence_length (left-pad
+          shorter histories with 0); cand_* [B, M] with one M;
+        - ids are integers in [0, vocabulary_size) (negative or too large ids are refused, never wrapped);
+          times are integers >= 0; numerics are finite and within +-NUMERIC_LIMIT (they are expected after
+          the paper's transform, and squares of larger values overflow float32);
+        - every row's real behaviours are sorted oldest first (equal times allowed): unsorted histories
+          are refused for every model, never sorted silently.
+        """
         if not isinstance(features, dict):
             raise ZooError(f"features must be a dict of named arrays, got {type(features).__name__}")
-        unknown = sorted(set(features) - set(self.keys()))
+        expected = self.keys() if keys is None else [k for k in self.keys() if k in set(keys)]
+        unknown = sorted(set(features) - set(expected))
         if unknown:
-            raise ZooError(f"unknown feature(s) {', '.join(unknown)} (schema keys: {', '.join(self.keys())})")
-        batch = None
-        for key, (shape, dtype) in self.input_spec(num_candidates=-1).items():
+            raise ZooError(f"unknown feature(s) {', '.join(unknown)} (expected keys: {', '.join(expected)})")
+        batch, arrays = None, {}
+        spec = self.input_spec(num_candidates=-1)
+        for key in expected:
+            shape, dtype = spec[key]
             if key not in features:
                 raise ZooError(f"batch is missing feature '{key}'")
-            value = np.asarray(features[key])
+            try:
+                value = np.asarray(features[key])
+            except ValueError:
+                value = np.asarray(features[key], dtype=object)
+            if value.dtype == object:
+                raise ZooError(f"{key} is ragged or holds non-numbers; the contract wants one array per feature")
             if value.ndim != 1 + len(shape):
                 raise ZooError(
                     f"{key} has shape {list(value.shape)} but the contract wants "
@@ -191,36 +211,66 @@ class Schema:
                 )
             if batch is None:
                 batch = value.shape[0]
+                if batch == 0:
+                    raise ZooError("the batch is empty (B = 0); send at least one row")
             elif value.shape[0] != batch:
                 raise ZooError(f"{key} has batch size {value.shape[0]} but other features have {batch}")
             if key.startswith("hist") and value.shape[1] > self.sequence_length:
+                raise ZooError(f"{key} has length {value.shape[1]} but the schema allows {self.sequence_length}")
+            if key.startswith("hist") and value.shape[1] < self.sequence_length:
                 raise ZooError(
-                    f"{key} has length {value.shape[1]} but the schema allows {self.sequence_length}"
+                    f"{key} has length {value.shape[1]} but the schema needs {self.sequence_length} "
+                    "(left-pad the history with 0)"
                 )
             if dtype == "float32":
                 if not np.issubdtype(value.dtype, np.number):
                     raise ZooError(f"{key} must be numeric, got dtype {value.dtype}")
                 if not np.all(np.isfinite(value)):
                     raise ZooError(f"{key} contains NaN or infinite values")
-                continue
-            if not np.issubdtype(value.dtype, np.integer):
-                raise ZooError(f"{key} must hold integer ids, got dtype {value.dtype}")
-            if value.size and value.min() < 0:
-                raise ZooError(f"{key} has a negative value ({value.min()}); ids and times are >= 0")
-            if key not in TIME_KEYS:
-                vocab = self.feature(key).vocabulary_size
-                if value.size and value.max() >= vocab:
+                if value.size and np.abs(value).max() > NUMERIC_LIMIT:
                     raise ZooError(
-                        f"{key} has id {value.max()} but its vocabulary_size is {vocab} "
-                        f"(ids lie in [0, {vocab}); map unknown values to {vocab - 1}, the OOV id)"
+                        f"{key} has {np.abs(value).max():.3g}, beyond +-{NUMERIC_LIMIT:.0e}: numeric features are "
+                        "expected after the paper's transform (log, standardisation or buckets)"
                     )
-        cand_lengths = {np.asarray(features[k]).shape[1] for k in self.keys() if k.startswith("cand")}
+            else:
+                if not np.issubdtype(value.dtype, np.integer):
+                    raise ZooError(f"{key} must hold integer ids, got dtype {value.dtype}")
+                if value.size and value.min() < 0:
+                    raise ZooError(f"{key} has a negative value ({value.min()}); ids and times are >= 0")
+                if key not in TIME_KEYS:
+                    vocab = self.feature(key).vocabulary_size
+                    if value.size and value.max() >= vocab:
+                        raise ZooError(
+                            f"{key} has id {value.max()} but its vocabulary_size is {vocab} "
+                            f"(ids lie in [0, {vocab}); map unknown values to {vocab - 1}, the OOV id)"
+                        )
+            arrays[key] = value.astype(dtype, copy=False)
+        cand_lengths = {arrays[k].shape[1] for k in arrays if k.startswith("cand")}
         if len(cand_lengths) > 1:
             raise ZooError(f"candidate features disagree on M: lengths {sorted(cand_lengths)}")
+        self._check_sorted(arrays)
         if labels is not None:
             labels = np.asarray(labels)
             if labels.shape[0] != batch or (cand_lengths and labels.shape[1:] != (cand_lengths.pop(),)):
                 raise ZooError(f"labels have shape {list(labels.shape)}; the contract wants [B, M]")
+        return arrays
+
+    def _check_sorted(self, arrays):
+        """Every row's real behaviours (a non-zero id in some hist_ field) oldest first; ties allowed."""
+        if "hist_time" not in arrays:
+            return
+        ids = [arrays[f.key] for f in self.group("hist") if f.key in arrays]
+        time = arrays["hist_time"]
+        valid = np.any(np.stack([i != 0 for i in ids], axis=-1), axis=-1) if ids else time != 0
+        # Compare each real behaviour with the latest real time before it.
+        latest = np.maximum.accumulate(np.where(valid, time, np.iinfo("int64").min), axis=1)
+        drops = valid[:, 1:] & (time[:, 1:] < latest[:, :-1])
+        if drops.any():
+            row, j = np.argwhere(drops)[0]
+            raise ZooError(
+                f"hist_time of row {row} is not sorted oldest first ({latest[row, j]} is followed by "
+                f"{time[row, j + 1]}); every history must be chronological, newest last"
+            )
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self):

@@ -87,6 +87,10 @@ class SchemaTest(TestCase):
             "contains NaN": {"num_price": np.array([0.0, np.nan, 1.0], "float32")},
             "batch size 2": {"user_age": np.ones(2, "int32")},
             "candidate features disagree on M": {"cand_item_id": np.ones((3, 2), "int32")},
+            "has length 5 but the schema needs 8 \\(left-pad": {"hist_category": np.ones((3, 5), "int32")},
+            "num_price has 3e\\+38, beyond": {"num_price": np.array([0.0, 3e38, 1.0], "float32")},
+            "hist_item_id is ragged": {"hist_item_id": [[1, 2], [3], [4, 5, 6]]},
+            "cand_item_id has shape \\[3\\] but the contract wants \\['B', 'M'\\]": {"cand_item_id": np.ones(3, "int32")},
         }
         for message, change in cases.items():
             with self.assertRaisesRegex(ZooError, message):
@@ -97,3 +101,15 @@ class SchemaTest(TestCase):
             simulator.schema.validate(missing)
         with self.assertRaisesRegex(ZooError, "unknown feature"):
             simulator.schema.validate({**good, "hist_colour": good["hist_item_id"]})
+        with self.assertRaisesRegex(ZooError, "the batch is empty \\(B = 0\\)"):
+            simulator.schema.validate({k: v[:0] for k, v in good.items()})
+        unsorted = {k: v.copy() for k, v in good.items()}
+        real = np.flatnonzero(unsorted["hist_item_id"][1])
+        unsorted["hist_time"][1, real[-1]] = unsorted["hist_time"][1, real[-2]] - 1
+        with self.assertRaisesRegex(ZooError, "hist_time of row 1 is not sorted oldest first"):
+            simulator.schema.validate(unsorted)
+        as_lists = {k: v.tolist() for k, v in good.items()}  # Python lists: checked, returned as typed arrays
+        arrays = simulator.schema.validate(as_lists)
+        self.assertEqual({k: str(v.dtype) for k, v in arrays.items()}, {k: str(v.dtype) for k, v in good.items()})
+        hist_keys = [k for k in good if k.startswith("hist")]
+        self.assertEqual(sorted(simulator.schema.validate({k: good[k] for k in hist_keys}, keys=hist_keys)), sorted(hist_keys))

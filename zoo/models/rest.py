@@ -53,9 +53,10 @@ class ReST(ZooModel):
     the model in `zoo.recipes.rest_training.ReSTTrainer`, which reads the decoded tokens from
     `tap_model()`; this model alone is what presets and export carry.
 
-    Histories must be sorted oldest first (equal times allowed; ties keep their order): `score`,
-    `encode` and `decode` raise a ZooError on an unsorted row; `fit` cannot check inside the graph, so
-    run `check_histories` on new data. Empty histories are valid (the decoder then reads nothing).
+    Histories must be sorted oldest first (equal times allowed; ties keep their order), as for every
+    zoo model: `score` and `encode` check each batch with `Schema.validate`; `fit` cannot check inside
+    the graph, so validate new data with `schema.validate(batch)`. Empty histories are valid (the
+    decoder then reads nothing).
 
     Args:
         schema: the input contract (needs hist_ and cand_ features and time=True).
@@ -165,27 +166,28 @@ class ReST(ZooModel):
     def encode(self, features):
         """Runs T once on a request's history. Returns the state `decode` needs (NumPy):
         {"memory": H [B, L, d], "memory_valid": [B, L], "hist_time": [B, L]}."""
-        check_histories(features, self.schema)
-        inputs = {k: v for k, v in features.items() if k.startswith("hist")}
-        state = dict(self.encoder().predict_on_batch(inputs))
-        state["hist_time"] = np.asarray(features["hist_time"])
+        hist_keys = [k for k in self.schema.keys() if k.startswith("hist")]
+        inputs = self.schema.validate({k: v for k, v in features.items() if k in hist_keys}, keys=hist_keys)
+        encoder = self.encoder()
+        state = dict(self.run_predictor(lambda: encoder.predict_on_batch(inputs), model=encoder))
+        state["hist_time"] = inputs["hist_time"]
         return state
 
     def decode(self, state, candidates):
         """Scores the N candidates of `candidates` (cand_* [B, N], cand_time, user_*, ctx_*, num_*) against
         the state from `encode`. Equal to the full model on each candidate. Returns pctr [B, N] (NumPy)."""
+        if not isinstance(state, dict) or set(state) != {"memory", "memory_valid", "hist_time"}:
+            raise ZooError("rest.decode: state must be the dict rest.encode returned (memory, memory_valid, hist_time)")
         keys = [k for k in self.schema.keys() if not k.startswith("hist")]
-        missing = [k for k in keys if k not in candidates]
-        if missing:
-            raise ZooError(f"rest.decode: missing feature(s) {', '.join(missing)}")
-        n = np.asarray(candidates["cand_time"]).shape[1]
-        inputs = {k: candidates[k] for k in keys}
+        inputs = self.schema.validate(candidates, keys=keys)
+        batch, length = inputs["cand_time"].shape[0], self.schema.sequence_length
+        for key, shape in (("memory", (batch, length, self.model_dim)), ("memory_valid", (batch, length)),
+                           ("hist_time", (batch, length))):
+            if np.shape(state[key]) != shape:
+                raise ZooError(f"rest.decode: state['{key}'] has shape {list(np.shape(state[key]))}, expected {list(shape)}")
         inputs.update(state)
-        return self.decoder(n).predict_on_batch(inputs)
-
-    def score(self, features, batch_size=None):
-        check_histories(features, self.schema)
-        return super().score(features, batch_size=batch_size)
+        decoder = self.decoder(inputs["cand_time"].shape[1])
+        return self.run_predictor(lambda: decoder.predict_on_batch(inputs), model=decoder)
 
 
 def query_token_types(schema):
@@ -207,19 +209,3 @@ def _per_row_inputs(embedded):
     if "user" in embedded:
         inputs["user"] = embedded["user"]
     return inputs
-
-
-def check_histories(features, schema):
-    """Raises a ZooError when a row's real behaviours are not sorted oldest first (ties are fine)."""
-    time = np.asarray(features["hist_time"]).astype("int64")
-    ids = [np.asarray(features[f.key]) for f in schema.group("hist") if f.key in features]
-    valid = np.any(np.stack([i != 0 for i in ids], axis=-1), axis=-1) if ids else time != 0
-    for row in range(time.shape[0]):
-        t = time[row][valid[row]]
-        drops = np.flatnonzero(np.diff(t) < 0)
-        if drops.size:
-            j = drops[0]
-            raise ZooError(
-                f"hist_time of row {row} is not sorted oldest first ({t[j]} is followed by {t[j + 1]}); "
-                "ReST needs each history in chronological order, newest last"
-            )

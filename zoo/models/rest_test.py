@@ -7,7 +7,7 @@ import zoo
 from tests.model_configs import SMALL
 from tests.testing import TestCase, small_simulator, to_numpy
 from zoo.layers.rote import default_granularities
-from zoo.models.rest import ReST, check_histories
+from zoo.models.rest import ReST
 
 SIMULATOR = small_simulator()  # L = 8
 SCHEMA = SIMULATOR.schema
@@ -156,14 +156,14 @@ class ReSTModelTest(TestCase):
     def test_equal_timestamps_are_accepted(self):
         features = {k: v.copy() for k, v in self.features.items()}
         features["hist_time"][:, -1] = features["hist_time"][:, -2]
-        check_histories(features, SCHEMA)
+        SCHEMA.validate(features)
         self.assertTrue(np.all(np.isfinite(run(self.model, features))))
 
     def test_empty_history_reads_nothing(self):
         features = {k: v.copy() for k, v in self.features.items()}
         for key in ("hist_item_id", "hist_category", "hist_behavior", "hist_time"):
             features[key][:2] = 0
-        check_histories(features, SCHEMA)
+        SCHEMA.validate(features)
         pctr = run(self.model, features)
         self.assertTrue(np.all(np.isfinite(pctr)))
         # an empty history's memory is never read: any memory gives the same score

@@ -235,8 +235,7 @@ class SUAN(ZooModel):
         m2 = self._scoring_m2(parallel_candidates, use_cache)
         if rows_per_call is not None:
             check_parallel_candidates(rows_per_call, "rows_per_call")
-        self.schema.validate(features)
-        features = {k: np.asarray(v) for k, v in features.items()}
+        features = self.schema.validate(features)
         cand_keys = [k for k in features if k.startswith("cand_")]
         batch, m1 = features[cand_keys[0]].shape[:2]
         if m1 < 1:
@@ -263,5 +262,6 @@ class SUAN(ZooModel):
             for c in range(0, columns, width * m2):
                 call = {k: v[r : r + requests, c : c + width * m2] if k in cand_keys else v[r : r + requests]
                         for k, v in filled.items()}
-                pctr[r : r + requests, c : c + width * m2] = np.asarray(scorer.predict_on_batch(call))
+                scored = self.run_predictor(lambda: scorer.predict_on_batch(call), model=scorer)
+                pctr[r : r + requests, c : c + width * m2] = np.asarray(scored)
         return pctr[:batch, :m1]

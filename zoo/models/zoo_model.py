@@ -1,7 +1,6 @@
 import inspect
 
 import keras
-import numpy as np
 
 from zoo.errors import ZooError
 from zoo.schema import Schema
@@ -43,16 +42,26 @@ class ZooModel(keras.Model):
         return cls(**config)
 
     def score(self, features, batch_size=None):
-        """Validates a batch against the Schema (one-line errors), then returns `predict` as NumPy."""
+        """Validates a batch against the Schema (one-line errors, before any backend call), then returns
+        `predict` as NumPy. A rejected or failed call leaves the model as usable as before."""
         schema = self.schema
-        m = {np.asarray(v).shape[1] for k, v in features.items() if k.startswith("cand")}
-        schema.validate(features)
+        features = schema.validate(features)
+        m = {v.shape[1] for k, v in features.items() if k.startswith("cand")}
         if m and m != {schema.num_candidates}:
             raise ZooError(
                 f"{self.registered_name} was built for {schema.num_candidates} candidate(s) per row "
                 f"but the batch has {m.pop()}"
             )
-        return self.predict(features, batch_size=batch_size, verbose=0)
+        return self.run_predictor(lambda: self.predict(features, batch_size=batch_size, verbose=0))
+
+    def run_predictor(self, call, model=None):
+        """Runs `call` (a predict of `model`, default this one); if it raises, drops the model's compiled
+        predict function, which JAX would otherwise keep half-built (every later call then fails)."""
+        try:
+            return call()
+        except Exception:
+            (model or self).predict_function = None
+            raise
 
     def save_to_preset(self, directory, metadata=None):
         """Writes config.json, metadata.json and model.weights.h5 to `directory` (see zoo.presets)."""
