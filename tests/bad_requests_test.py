@@ -54,7 +54,14 @@ class BadRequestTest(TestCase):
     def test_rest_encode_and_decode(self):
         model = self.models["rest"]
         state = model.encode(self.features)
-        self.assert_rejects_then_recovers("encode", lambda f=self.features: model.encode(f)["memory"])
+        expected = state["memory"]
+        for message, bad in bad_requests(self.features):
+            if message == "has a negative value":
+                continue  # a candidate fault: encode takes the history only
+            with self.subTest(entry_point="encode", error=message):
+                with self.assertRaisesRegex(ZooError, message):
+                    model.encode(bad)
+                self.assertAllClose(model.encode(self.features)["memory"], expected, atol=1e-6)
         candidates = {k: v for k, v in self.features.items() if not k.startswith("hist")}
 
         def decode(f=self.features):
@@ -74,3 +81,13 @@ class BadRequestTest(TestCase):
             model.decode({"memory": state["memory"]}, candidates)
         with self.assertRaisesRegex(ZooError, r"state\['memory'\] has shape"):
             model.decode(dict(state, memory=state["memory"][:, :2]), candidates)
+
+    def test_a_failure_inside_predict_leaves_the_model_usable(self):
+        """What validation cannot foresee: a call that fails inside the backend (here a history that
+        bypasses `score`'s checks) must not poison the model's compiled predict function."""
+        model = self.models["din"]
+        expected = model.score(self.features)
+        short = dict(self.features, hist_category=self.features["hist_category"][:, 2:])
+        with self.assertRaises(Exception):
+            model.run_predictor(lambda: model.predict(short, verbose=0))
+        self.assertAllClose(model.score(self.features), expected, atol=1e-6)

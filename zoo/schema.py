@@ -177,7 +177,8 @@ class Schema:
         """Checks a batch against the contract before any backend sees it; returns it as NumPy arrays of
         the contract's dtypes. Every problem is a one-line ZooError naming the feature:
 
-        - a dict holding exactly the schema's keys (or `keys`, the subset a serving part takes);
+        - a dict holding exactly the schema's keys, or with `keys` (the subset a serving part takes) at
+          least those: other schema keys are then left out of the returned batch;
         - B >= 1 rows, the same B everywhere; hist_* [B, L] with L the schema's sequence_length (left-pad
           shorter histories with 0); cand_* [B, M] with one M;
         - ids are integers in [0, vocabulary_size) (negative or too large ids are refused, never wrapped);
@@ -189,9 +190,9 @@ class Schema:
         if not isinstance(features, dict):
             raise ZooError(f"features must be a dict of named arrays, got {type(features).__name__}")
         expected = self.keys() if keys is None else [k for k in self.keys() if k in set(keys)]
-        unknown = sorted(set(features) - set(expected))
+        unknown = sorted(set(features) - set(self.keys()))
         if unknown:
-            raise ZooError(f"unknown feature(s) {', '.join(unknown)} (expected keys: {', '.join(expected)})")
+            raise ZooError(f"unknown feature(s) {', '.join(unknown)} (schema keys: {', '.join(self.keys())})")
         batch, arrays = None, {}
         spec = self.input_spec(num_candidates=-1)
         for key in expected:

@@ -104,9 +104,10 @@ class SchemaTest(TestCase):
         with self.assertRaisesRegex(ZooError, "the batch is empty \\(B = 0\\)"):
             simulator.schema.validate({k: v[:0] for k, v in good.items()})
         unsorted = {k: v.copy() for k, v in good.items()}
-        real = np.flatnonzero(unsorted["hist_item_id"][1])
-        unsorted["hist_time"][1, real[-1]] = unsorted["hist_time"][1, real[-2]] - 1
-        with self.assertRaisesRegex(ZooError, "hist_time of row 1 is not sorted oldest first"):
+        row = next(r for r in range(3) if np.count_nonzero(good["hist_item_id"][r]) >= 2)
+        real = np.flatnonzero(unsorted["hist_item_id"][row])
+        unsorted["hist_time"][row, real[-1]] = unsorted["hist_time"][row, real[-2]] - 1
+        with self.assertRaisesRegex(ZooError, f"hist_time of row {row} is not sorted oldest first"):
             simulator.schema.validate(unsorted)
         as_lists = {k: v.tolist() for k, v in good.items()}  # Python lists: checked, returned as typed arrays
         arrays = simulator.schema.validate(as_lists)

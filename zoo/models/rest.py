@@ -167,7 +167,7 @@ class ReST(ZooModel):
         """Runs T once on a request's history. Returns the state `decode` needs (NumPy):
         {"memory": H [B, L, d], "memory_valid": [B, L], "hist_time": [B, L]}."""
         hist_keys = [k for k in self.schema.keys() if k.startswith("hist")]
-        inputs = self.schema.validate({k: v for k, v in features.items() if k in hist_keys}, keys=hist_keys)
+        inputs = self.schema.validate(features, keys=hist_keys)
         encoder = self.encoder()
         state = dict(self.run_predictor(lambda: encoder.predict_on_batch(inputs), model=encoder))
         state["hist_time"] = inputs["hist_time"]

@@ -55,12 +55,19 @@ class ZooModel(keras.Model):
         return self.run_predictor(lambda: self.predict(features, batch_size=batch_size, verbose=0))
 
     def run_predictor(self, call, model=None):
-        """Runs `call` (a predict of `model`, default this one); if it raises, drops the model's compiled
-        predict function, which JAX would otherwise keep half-built (every later call then fails)."""
+        """Runs `call` (a predict of `model`, default this one) so that a failure leaves the model as it
+        was. Under JAX, Keras' predict detaches ("purges") the variables' values while it runs and puts
+        them back only at the end, so a call that fails inside the backend would leave every weight empty
+        (each later call: "'NoneType' object is not callable"); the values are put back here, and the
+        compiled predict function is dropped."""
+        model = model or self
+        values = [variable.value for variable in model.variables]  # references, not copies
         try:
             return call()
         except Exception:
-            (model or self).predict_function = None
+            for variable, value in zip(model.variables, values):
+                variable.assign(value)
+            model.predict_function = None
             raise
 
     def save_to_preset(self, directory, metadata=None):
