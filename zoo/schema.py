@@ -173,13 +173,13 @@ class Schema:
         return dataclasses.replace(self, num_candidates=num_candidates)
 
     # ------------------------------------------------------------------ batches
-    def validate(self, features, labels=None, keys=None):
+    def validate(self, features, labels=None, keys=None, empty_ok=True):
         """Checks a batch against the contract before any backend sees it; returns it as NumPy arrays of
         the contract's dtypes. Every problem is a one-line ZooError naming the feature:
 
         - a dict holding exactly the schema's keys, or with `keys` (the subset a serving part takes) at
           least those: other schema keys are then left out of the returned batch;
-        - B >= 1 rows, the same B everywhere; hist_* [B, L] with L the schema's sequence_length (left-pad
+        - the same B everywhere (B >= 1 with empty_ok=False, as every scoring entry point asks); hist_* [B, L] with L the schema's sequence_length (left-pad
           shorter histories with 0); cand_* [B, M] with one M;
         - ids are integers in [0, vocabulary_size) (negative or too large ids are refused, never wrapped);
           times are integers >= 0; numerics are finite and within +-NUMERIC_LIMIT (they are expected after
@@ -212,7 +212,7 @@ class Schema:
                 )
             if batch is None:
                 batch = value.shape[0]
-                if batch == 0:
+                if batch == 0 and not empty_ok:
                     raise ZooError("the batch is empty (B = 0); send at least one row")
             elif value.shape[0] != batch:
                 raise ZooError(f"{key} has batch size {value.shape[0]} but other features have {batch}")

@@ -102,7 +102,8 @@ class SchemaTest(TestCase):
         with self.assertRaisesRegex(ZooError, "unknown feature"):
             simulator.schema.validate({**good, "hist_colour": good["hist_item_id"]})
         with self.assertRaisesRegex(ZooError, "the batch is empty \\(B = 0\\)"):
-            simulator.schema.validate({k: v[:0] for k, v in good.items()})
+            simulator.schema.validate({k: v[:0] for k, v in good.items()}, empty_ok=False)
+        simulator.schema.validate({k: v[:0] for k, v in good.items()})  # an empty split is a valid data set
         unsorted = {k: v.copy() for k, v in good.items()}
         row = next(r for r in range(3) if np.count_nonzero(good["hist_item_id"][r]) >= 2)
         real = np.flatnonzero(unsorted["hist_item_id"][row])

@@ -167,7 +167,7 @@ class ReST(ZooModel):
         """Runs T once on a request's history. Returns the state `decode` needs (NumPy):
         {"memory": H [B, L, d], "memory_valid": [B, L], "hist_time": [B, L]}."""
         hist_keys = [k for k in self.schema.keys() if k.startswith("hist")]
-        inputs = self.schema.validate(features, keys=hist_keys)
+        inputs = self.schema.validate(features, keys=hist_keys, empty_ok=False)
         encoder = self.encoder()
         state = dict(self.run_predictor(lambda: encoder.predict_on_batch(inputs), model=encoder))
         state["hist_time"] = inputs["hist_time"]
@@ -179,7 +179,7 @@ class ReST(ZooModel):
         if not isinstance(state, dict) or set(state) != {"memory", "memory_valid", "hist_time"}:
             raise ZooError("rest.decode: state must be the dict rest.encode returned (memory, memory_valid, hist_time)")
         keys = [k for k in self.schema.keys() if not k.startswith("hist")]
-        inputs = self.schema.validate(candidates, keys=keys)
+        inputs = self.schema.validate(candidates, keys=keys, empty_ok=False)
         batch, length = inputs["cand_time"].shape[0], self.schema.sequence_length
         for key, shape in (("memory", (batch, length, self.model_dim)), ("memory_valid", (batch, length)),
                            ("hist_time", (batch, length))):

@@ -235,7 +235,7 @@ class SUAN(ZooModel):
         m2 = self._scoring_m2(parallel_candidates, use_cache)
         if rows_per_call is not None:
             check_parallel_candidates(rows_per_call, "rows_per_call")
-        features = self.schema.validate(features)
+        features = self.schema.validate(features, empty_ok=False)
         cand_keys = [k for k in features if k.startswith("cand_")]
         batch, m1 = features[cand_keys[0]].shape[:2]
         if m1 < 1:

@@ -45,7 +45,7 @@ class ZooModel(keras.Model):
         """Validates a batch against the Schema (one-line errors, before any backend call), then returns
         `predict` as NumPy. A rejected or failed call leaves the model as usable as before."""
         schema = self.schema
-        features = schema.validate(features)
+        features = schema.validate(features, empty_ok=False)
         m = {v.shape[1] for k, v in features.items() if k.startswith("cand")}
         if m and m != {schema.num_candidates}:
             raise ZooError(
