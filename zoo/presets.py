@@ -149,11 +149,6 @@ def load(name_or_directory):
     """Restores a preset (a folder, or a shipped preset's name) under the current backend (see the
     module docstring for the checks)."""
     directory = resolve(name_or_directory)
-    recorded_config = read_metadata(directory).get("config_sha256")
-    if recorded_config is not None and (directory / CONFIG).is_file() and _sha256(directory / CONFIG) != recorded_config:
-        raise ZooError(
-            f"{directory / CONFIG}: sha256 does not match {directory / METADATA} (edited after saving)"
-        )
     model, metadata = _build_from_folder(directory)
     recorded = metadata.get("parameters")
     if recorded is not None and model.count_params() != recorded:
@@ -178,9 +173,13 @@ def load(name_or_directory):
 
 
 def _build_from_folder(directory):
-    """The model a preset folder's config.json describes (no weights) and its metadata."""
-    config = read_config(directory)
+    """The model a preset folder's config.json describes (no weights) and its metadata; config.json
+    must match the sha256 metadata.json records for it (when it records one)."""
     metadata = read_metadata(directory)
+    recorded = metadata.get("config_sha256")
+    if recorded is not None and (directory / CONFIG).is_file() and _sha256(directory / CONFIG) != recorded:
+        raise ZooError(f"{directory / CONFIG}: sha256 does not match {directory / METADATA} (edited after saving)")
+    config = read_config(directory)
     try:
         item = registry.entry(config["model"])
     except ZooError as error:

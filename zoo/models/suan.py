@@ -258,10 +258,13 @@ class SUAN(ZooModel):
             filled[key] = value
         scorer = self._scorer(m2, use_cache)
         pctr = np.zeros((rows, columns), "float32")
-        for r in range(0, rows, requests):
-            for c in range(0, columns, width * m2):
-                call = {k: v[r : r + requests, c : c + width * m2] if k in cand_keys else v[r : r + requests]
-                        for k, v in filled.items()}
-                scored = self.run_predictor(lambda: scorer.predict_on_batch(call), model=scorer)
-                pctr[r : r + requests, c : c + width * m2] = np.asarray(scored)
+
+        def run_calls():
+            for r in range(0, rows, requests):
+                for c in range(0, columns, width * m2):
+                    call = {k: v[r : r + requests, c : c + width * m2] if k in cand_keys else v[r : r + requests]
+                            for k, v in filled.items()}
+                    pctr[r : r + requests, c : c + width * m2] = np.asarray(scorer.predict_on_batch(call))
+
+        self.run_predictor(run_calls, model=scorer)
         return pctr[:batch, :m1]

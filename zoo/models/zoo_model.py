@@ -60,7 +60,7 @@ class ZooModel(keras.Model):
         them back only at the end, so a call that fails inside the backend would leave every weight empty
         (each later call: "'NoneType' object is not callable"); the values are put back here, and the
         compiled predict function is dropped."""
-        model = model or self
+        model = self if model is None else model
         values = [variable.value for variable in model.variables]  # references, not copies
         try:
             return call()
