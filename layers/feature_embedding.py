@@ -17,6 +17,10 @@ class FeatureEmbedding(keras.layers.Layer):
     Returns a dict with, where the schema has them:
         "hist": [B, L, D] behaviour tokens; "hist_valid": [B, L] bool, False on padding (all ids 0);
         "cand": [B, M, D] candidate tokens in the same layout;
+        "hist_visible": [B, M, L] bool, behaviour l is real and happened strictly before candidate m's
+            exposure (hist_time < cand_time; hist_valid for every m when the schema has no times).
+            Sequence models read the history through it, so nothing at or after a candidate's time
+            (a label's future) reaches that candidate's score;
         "user": [B, D_user], "ctx": [B, D_ctx] concatenated field embeddings;
         "num": [B, F_num] float32 numerics;
         and every id feature's own embedding under its key ("user_age": [B, d]).
@@ -70,6 +74,16 @@ class FeatureEmbedding(keras.layers.Layer):
                 parts.append(ops.repeat(zeros, width, axis=-1))
         return ops.concatenate(parts, axis=-1) if len(parts) > 1 else parts[0]
 
+    def _visible(self, features, hist_valid):
+        """[B, M, L]: hist_valid and, where the batch has times, hist_time < cand_time."""
+        m = ops.shape(features[self.schema.group("cand")[0].key])[1]
+        visible = ops.repeat(hist_valid[:, None, :], m, axis=1)
+        if "hist_time" in features and "cand_time" in features:
+            hist_time = ops.convert_to_tensor(features["hist_time"])
+            cand_time = ops.cast(features["cand_time"], hist_time.dtype)
+            visible = ops.logical_and(visible, ops.less(hist_time[:, None, :], cand_time[:, :, None]))
+        return visible
+
     def call(self, features):
         embedded = {
             f.key: self._table(f)(ops.cast(features[f.key], "int32"))
@@ -91,6 +105,8 @@ class FeatureEmbedding(keras.layers.Layer):
             ids = [ops.cast(features[f.key], "int32") for f in self.schema.group("hist")]
             nonzero = ops.stack([ops.not_equal(i, 0) for i in ids], axis=-1)
             outputs["hist_valid"] = ops.any(nonzero, axis=-1)
+            if complete["cand"]:
+                outputs["hist_visible"] = self._visible(features, outputs["hist_valid"])
         for group in ("user", "ctx"):
             if complete[group]:
                 parts = [embedded[f.key] for f in self.schema.group(group)]

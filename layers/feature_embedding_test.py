@@ -84,3 +84,23 @@ class FeatureEmbeddingTest(TestCase):
         model = keras.Model(inputs, outputs["hist"])
         self.assertEqual(model.input["hist_time"].dtype, "int64")
         self.assertEqual(tuple(model.output.shape), (None, 8, 24))
+
+    def test_hist_visible_hides_behaviours_at_or_after_each_candidates_time(self):
+        schema = Schema(
+            features=(Feature("item_id", "hist", 5, 2), Feature("item_id", "cand", 5, 2)),
+            sequence_length=4,
+            num_candidates=2,
+            time=True,
+        )
+        features = {
+            "hist_item_id": np.array([[0, 1, 2, 3]], "int32"),
+            "hist_time": np.array([[0, 10, 20, 30]], "int64"),
+            "cand_item_id": np.array([[4, 4]], "int32"),
+            "cand_time": np.array([[20, 31]], "int64"),
+        }
+        out = FeatureEmbedding(schema)(features)
+        # Candidate 0 (t = 20) sees behaviour 1 only (behaviour 2 has its time, 3 is later); padding never.
+        self.assertAllClose(out["hist_visible"], [[[False, True, False, False], [False, True, True, True]]])
+        untimed = Schema(features=schema.features, sequence_length=4, num_candidates=2)
+        out = FeatureEmbedding(untimed)({k: v for k, v in features.items() if not k.endswith("_time")})
+        self.assertAllClose(out["hist_visible"], [[[False, True, True, True]] * 2])

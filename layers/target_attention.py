@@ -14,7 +14,8 @@ class TargetAttention(keras.layers.Layer):
     Args:
         units: hidden widths of the activation MLP (sigmoid activations, as in DIN's code).
     Call:
-        candidates [B, M, D], history [B, L, D], history_valid [B, L] bool -> [B, M, D].
+        candidates [B, M, D], history [B, L, D], history_valid [B, L] or [B, M, L] bool (per
+        candidate: FeatureEmbedding's "hist_visible") -> [B, M, D].
     """
 
     def __init__(self, units=(80, 40), **kwargs):
@@ -43,7 +44,8 @@ class TargetAttention(keras.layers.Layer):
         for dense in self.hidden:
             h = dense(h)
         weights = ops.squeeze(self.score(h), axis=-1)  # [B, M, L]
-        weights = weights * ops.cast(history_valid[:, None, :], weights.dtype)
+        visible = history_valid if len(history_valid.shape) == 3 else history_valid[:, None, :]
+        weights = weights * ops.cast(visible, weights.dtype)
         return ops.einsum("bml,bld->bmd", weights, history)
 
     def compute_output_shape(self, candidates_shape, history_shape=None, history_valid_shape=None):

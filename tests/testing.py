@@ -181,3 +181,42 @@ class TestCase(unittest.TestCase):
         self.assertIs(type(restored), type(model))
         self.assertAllClose(restored.predict(features, verbose=0), expected)
         return restored
+
+    def run_leakage_test(self, name, simulator=None, **hyperparameters):
+        """Nothing from a label's future reaches its score: the registered model `name`, built for three
+        candidates, gives candidate 0 the same score when (a) the behaviours at or after its exposure
+        time change (ids and times, still chronological) or (b) the other candidates change.
+        Candidate 0 is exposed at the time of the 5th-newest behaviour; candidates 1 and 2 after the
+        history (so the behaviours hidden from candidate 0 are visible to them)."""
+        simulator = simulator or small_simulator()
+        schema = simulator.schema.with_candidates(3)
+        keras.utils.set_random_seed(11)
+        model = zoo.get(name, schema=schema, **hyperparameters)
+        features, _ = simulator.sample(6, seed=4)
+        length = schema.sequence_length
+        cut = length - 4  # behaviours cut.. are at or after candidate 0's time
+        features = {k: (np.repeat(v, 3, axis=1) if k.startswith("cand") else v.copy()) for k, v in features.items()}
+        rng = np.random.default_rng(0)
+        features["cand_time"][:, 0] = features["hist_time"][:, cut]
+        features["cand_time"][:, 1:] = features["hist_time"][:, -1:] + 100
+        for key in ("cand_item_id", "cand_category"):
+            if key in features:
+                features[key][:, 1:] = rng.integers(1, schema.feature(key).vocabulary_size - 1, size=(6, 2))
+        before = to_numpy(model.predict(features, verbose=0))
+
+        future = {k: v.copy() for k, v in features.items()}
+        for feature in schema.group("hist"):
+            future[feature.key][:, cut:] = rng.integers(1, feature.vocabulary_size - 1, size=(6, length - cut))
+        future["hist_time"][:, cut:] = future["hist_time"][:, cut:] + rng.integers(0, 50, size=(6, 1))
+        after = to_numpy(model.predict(future, verbose=0))
+        self.assertAllClose(after[:, 0], before[:, 0], atol=1e-5, msg=f"{name}: a future behaviour changed a score")
+        self.assertFalse(
+            np.allclose(after[:, 1:], before[:, 1:], atol=1e-6), f"{name}: the later candidates ignore their history"
+        )
+
+        others = {k: v.copy() for k, v in features.items()}
+        for key in ("cand_item_id", "cand_category"):
+            if key in others:
+                others[key][:, 1:] = rng.integers(1, schema.feature(key).vocabulary_size - 1, size=(6, 2))
+        changed = to_numpy(model.predict(others, verbose=0))
+        self.assertAllClose(changed[:, 0], before[:, 0], atol=1e-5, msg=f"{name}: another candidate changed a score")

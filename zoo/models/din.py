@@ -18,7 +18,8 @@ from zoo.schema import Schema
 class DIN(ZooModel):
     """DIN, the baseline of SUAN's and ReST's tables.
 
-    For each of the M candidates A: v_U(A) = TargetAttention(e_A, history) (DIN eq 3), then
+    For each of the M candidates A: v_U(A) = TargetAttention(e_A, history) (DIN eq 3) over the behaviours
+    before A's exposure time (FeatureEmbedding's hist_visible), then
     pctr = sigmoid(DiceMLP([v_U(A), e_A, user, ctx, num])). Output `pctr` [B, M].
 
     Args:
@@ -35,7 +36,7 @@ class DIN(ZooModel):
         embedded = FeatureEmbedding(schema, name="embedding")(inputs)
         candidates = embedded["cand"]  # [B, M, D]
         interest = TargetAttention(attention_units, name="target_attention")(
-            candidates, embedded["hist"], embedded["hist_valid"]
+            candidates, embedded["hist"], embedded["hist_visible"]
         )
         parts = [interest, candidates]
         m = schema.num_candidates

@@ -52,3 +52,6 @@ class DINTest(TestCase):
         with self.assertRaisesRegex(ZooError, "built for 1 candidate"):
             model.score(many)
         self.assertEqual(model.score(self.features).shape, (16, 1))
+
+    def test_no_leakage(self):
+        self.run_leakage_test("din", attention_units=(8,), mlp_units=(16,))
