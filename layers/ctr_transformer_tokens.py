@@ -25,8 +25,9 @@ class CTRTransformerTokens(keras.layers.Layer):
     - Each numeric field f is one token v_f * a_f + b_f (a_f, b_f in R^d learned).
     - Each behaviour position is one token (no pooling, no target attention): the behaviour's field
       embeddings (FeatureEmbedding's "hist") projected to d, plus a learned position embedding;
-      padded positions are masked out of attention. hist_time/cand_time are not used (DeRes'
-      backbone has no time encoding).
+      padded positions, and in each candidate's pass the behaviours at or after that candidate's
+      time (FeatureEmbedding's "hist_visible"), are masked out of attention. Times are not encoded
+      (DeRes' backbone has no time encoding).
     - M > 1 candidates: each candidate gets its own pass with its own [CLS] (candidates never see
       each other); the batch of passes is B * M rows, row b * M + m for candidate m of row b.
 
@@ -95,7 +96,8 @@ class CTRTransformerTokens(keras.layers.Layer):
         tokens = ops.concatenate(parts, axis=1)
         valid = ops.ones_like(tokens[:, : 1 + candidate.shape[1] + fixed, 0], dtype="bool")
         if self.history_projection is not None:
-            history_valid = ops.repeat(ops.cast(embedded["hist_valid"], "bool"), m, axis=0)  # [B*M, L]
+            length = ops.shape(embedded["hist"])[1]
+            history_valid = ops.reshape(embedded["hist_visible"], (-1, length))  # [B*M, L], row b * M + m
             valid = ops.concatenate([valid, history_valid], axis=1)
         return tokens, valid
 

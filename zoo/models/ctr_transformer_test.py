@@ -15,3 +15,6 @@ class CTRTransformerTest(TestCase):
         learnable = CTRTransformer(simulator.schema, num_layers=2, width=16, num_heads=2, residual_matrix="learnable")
         self.assertEqual(learnable.count_params() - model.count_params(), 2 * 16 * 16)  # one H_l in R^{d x d} per layer
         self.assertEqual(learnable.get_config()["residual_matrix"], "learnable")
+
+    def test_no_leakage(self):
+        self.run_leakage_test("ctr_transformer", num_layers=1, width=8, num_heads=2)
