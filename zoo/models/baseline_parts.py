@@ -1,0 +1,60 @@
+"""Pieces shared by the SUAN paper's baselines (hstu, can, sim_soft, sim_hard, eta, twin): argument checks,
+the time gaps between candidates and behaviours, and the common prediction layer.
+
+SUAN §4.1.4 gives every compared model the same prediction layer (an MLP with Dice); here that is
+DIN's head: DiceMLP over [the model's interest vector(s), user, ctx, num] -> `pctr` [B, M].
+"""
+
+import keras
+import numpy as np
+from keras import ops
+
+from zoo.errors import ZooError
+from zoo.layers.dice_mlp import DiceMLP
+
+
+def check_size(model, name, value):
+    """`value` as an int; a one-line ZooError naming `name` unless it is an integer >= 1."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ZooError(f"{model}: {name} is {value!r}; it must be an integer >= 1")
+    return int(value)
+
+
+def check_units(model, name, units):
+    """`units` (hidden widths) as a tuple of ints >= 1."""
+    if isinstance(units, (str, bytes)) or not hasattr(units, "__iter__"):
+        raise ZooError(f"{model}: {name} is {units!r}; it must be a list of integers >= 1")
+    return tuple(check_size(model, name, width) for width in units)
+
+
+def check_momentum(model, momentum):
+    """dice_momentum as a float in [0, 1)."""
+    if isinstance(momentum, bool) or not isinstance(momentum, (int, float, np.floating)) or not 0 <= momentum < 1:
+        raise ZooError(f"{model}: dice_momentum is {momentum!r}; it must lie in [0, 1)")
+    return float(momentum)
+
+
+def check_top_k(model, k, schema):
+    """k as an int in [1, L]."""
+    k = check_size(model, "k", k)
+    if k > schema.sequence_length:
+        raise ZooError(f"{model}: k is {k} but the history holds only L = {schema.sequence_length} behaviours")
+    return k
+
+
+def time_gaps(inputs):
+    """cand_time - hist_time in integer seconds, [B, M, L] (exact, whatever the dtype of the times)."""
+    hist_time = ops.convert_to_tensor(inputs["hist_time"])
+    cand_time = ops.cast(inputs["cand_time"], hist_time.dtype)
+    return cand_time[:, :, None] - hist_time[:, None, :]
+
+
+def dice_head(parts, embedded, schema, mlp_units, dice_momentum):
+    """pctr [B, M] = sigmoid(DiceMLP([parts..., user, ctx, num])); `parts` are [B, M, *] tensors."""
+    parts = list(parts)
+    m = schema.num_candidates
+    for group in ("user", "ctx", "num"):
+        if group in embedded:
+            parts.append(ops.repeat(embedded[group][:, None, :], m, axis=1))
+    logit = DiceMLP(mlp_units, dice_momentum=dice_momentum, name="mlp")(ops.concatenate(parts, axis=-1))
+    return keras.layers.Activation("sigmoid", name="pctr")(ops.squeeze(logit, axis=-1))
