@@ -1,0 +1,12 @@
+"""Presets of `can`: name -> description and folder under saved/ (the first is the default).
+
+Parameters, training data and metrics are in each folder's metadata.json (`zoo.list_presets()`).
+Rebuilt by `python scripts/build_presets.py <name>`.
+"""
+
+PRESETS = {
+    "can": {
+        "description": "CAN on DIN, micro-MLP (8, 4), feed 16, 3 orders, MLP (64, 32), trained on 40,000 simulated rows",
+        "path": "can",
+    },
+}
