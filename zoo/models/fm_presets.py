@@ -1,0 +1,12 @@
+"""Presets of `fm`: name -> description and folder under saved/ (the first is the default).
+
+Parameters, training data and metrics are in each folder's metadata.json (`zoo.list_presets()`).
+Rebuilt by `python scripts/build_presets.py <name>`.
+"""
+
+PRESETS = {
+    "fm": {
+        "description": "FM, embedding 8, trained on 40,000 simulated rows",
+        "path": "fm",
+    },
+}
