@@ -2,7 +2,7 @@
 
 from zoo.recipes.distillation import OnlineDistillation
 from zoo.recipes.evaluate import evaluate
-from zoo.recipes.fit import compile_for, fit, model_overrides
+from zoo.recipes.fit import compile_for, data_options, fit, model_overrides
 from zoo.recipes.metrics import auc, default_metrics, gauc, paired_bootstrap, rela_impr
 from zoo.recipes.protocols import RECIPES, get_recipe
 from zoo.recipes.recipe import Recipe

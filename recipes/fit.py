@@ -1,6 +1,7 @@
 """`fit(model, train, val, recipe=...)`: compile a model for a paper's protocol and run Keras' fit."""
 
 import keras
+from keras import ops
 
 from zoo.errors import ZooError
 from zoo.recipes.metrics import default_metrics
@@ -40,14 +41,83 @@ def make_optimizer(recipe, total_steps=None):
     return keras.optimizers.Adam(**common)
 
 
-def _steps(dataset, steps_per_epoch):
+def _is_tf_data(dataset):
+    return hasattr(dataset, "element_spec") and hasattr(dataset, "unbatch")
+
+
+def _steps(dataset, steps_per_epoch, needed):
+    """Steps per epoch: given, the dataset's cardinality, or (when the recipe's schedule needs it and the
+    cardinality is unknown, as for a generator or a filtered pipeline) counted by one pass over it."""
     if steps_per_epoch:
         return steps_per_epoch
     cardinality = getattr(dataset, "cardinality", None)
     if cardinality is None:
         return None
     steps = int(cardinality())
-    return steps if steps > 0 else None
+    if steps > 0:
+        return steps
+    if needed and _is_tf_data(dataset):
+        return sum(1 for _ in dataset)
+    return None
+
+
+def _num_candidates(dataset):
+    """M of a tf.data dataset's batches (None when unknown or not a tf.data dataset)."""
+    if not _is_tf_data(dataset):
+        return None
+    features = dataset.element_spec[0]
+    shapes = [spec.shape for key, spec in features.items() if key.startswith("cand_")]
+    return int(shapes[0][1]) if shapes and shapes[0][1] is not None else None
+
+
+def training_twin(model, num_candidates):
+    """`model` itself, or (when the batches hold another number of candidates, e.g. ReST's shared-prefix
+    rows of m2 samples per user) a twin built for that M with the same weights. After training, copy the
+    twin's weights back with `model.set_weights(twin.get_weights())` (the weights never depend on M)."""
+    schema = getattr(model, "schema", None)
+    if num_candidates is None or schema is None or num_candidates == schema.num_candidates:
+        return model
+    config = dict(model.get_config(), schema=schema.with_candidates(num_candidates).to_dict())
+    twin = type(model).from_config(config)
+    twin.set_weights(model.get_weights())
+    return twin
+
+
+def data_options(recipe, model_name):
+    """Keyword arguments of `zoo.datasets.load` for the recipe's own pipelines (CLI, reproduce) of a
+    training or validation split: the batch size in rows and, for ReST under "prefix" batching, the
+    shared-prefix rows of `group_size` samples per user (with weights 0 on a short group's repeats)."""
+    recipe = get_recipe(recipe)
+    if recipe.batching == "prefix" and model_name == "rest":
+        return {"batch_size": max(recipe.batch_size // recipe.group_size, 1), "mode": "prefix",
+                "num_candidates": recipe.group_size, "with_weights": True}
+    return {"batch_size": recipe.batch_size}
+
+
+def make_trainer(model, recipe):
+    """The model the recipe trains: `model`, or the protocol's training wrapper around it."""
+    options = dict(recipe.trainer_options)
+    if recipe.trainer is None:
+        return model
+    if recipe.trainer == "rest_auxiliary":
+        if getattr(model, "registered_name", None) != "rest":
+            return model  # the auxiliary heads are ReST's; other models of a ReST table train on L_ce
+        from zoo.recipes.rest_training import ReSTTrainer
+
+        align = options.get("align_weight", 0.1) if model.schema.group("user") else 0.0
+        return ReSTTrainer(model, seq_weight=options.get("seq_weight", 0.1), align_weight=align)
+    if recipe.trainer == "distillation":
+        from zoo import presets
+        from zoo.recipes.distillation import OnlineDistillation
+
+        teacher = presets.get(
+            options.get("teacher", "suan"), schema=model.schema, **options.get("teacher_hyperparameters", {})
+        )
+        return OnlineDistillation(
+            model, teacher, temperature=options.get("temperature", 2.0),
+            distillation_weight=options.get("distillation_weight"),
+        )
+    raise ZooError(f"recipe '{recipe.name}' names an unknown trainer '{recipe.trainer}' (rest_auxiliary, distillation)")
 
 
 def model_overrides(recipe, model_class):
@@ -72,13 +142,20 @@ def check_model_overrides(model, recipe):
             )
 
 
+def per_candidate_crossentropy(y_true, y_pred):
+    """Binary cross-entropy of every candidate, [B, M] (not averaged over M inside a row), so sample
+    weights [B, M] (0 on a short group's repeated slots) weigh each candidate; with no weights the
+    batch loss is the mean over all B x M candidates."""
+    return ops.binary_crossentropy(ops.cast(y_true, y_pred.dtype), y_pred)
+
+
 def compile_for(model, recipe="suan", steps_per_epoch=None, **overrides):
     """Compiles `model` with the recipe's optimizer, binary cross-entropy and AUC/LogLoss."""
     recipe = get_recipe(recipe, **overrides)
     total = steps_per_epoch * recipe.epochs if steps_per_epoch else None
     model.compile(
         optimizer=make_optimizer(recipe, total),
-        loss=keras.losses.BinaryCrossentropy(),
+        loss=per_candidate_crossentropy,
         metrics=default_metrics(),
     )
     return recipe
@@ -97,17 +174,39 @@ def fit(
     verbose="auto",
     **overrides,
 ):
-    """Trains `model` on `train` (a tf.data.Dataset of contract batches) by a paper's protocol.
+    """Trains `model` on `train` (a tf.data.Dataset of contract batches) by a paper's whole protocol.
 
-    Uses Keras' own machinery only: `compile` + `fit` with EarlyStopping on the recipe's monitor
-    (when `val` is given and the recipe stops early), BackupAndRestore (`backup_dir`: an interrupted
-    run resumes), ModelCheckpoint (`checkpoint_path`: the best weights by the monitor), and the
-    progress bar. Returns the History.
+    - the recipe's batch size: a tf.data training set is re-batched to `recipe.batch_size` samples
+      (rows of M candidates count M samples each);
+    - its trainer: ReST's auxiliary losses (ReSTTrainer) for ReST models, or SUAN's online distillation
+      (a teacher built from `trainer_options`, trained together with `model`, the student);
+    - shared-prefix batches: when the batches hold more candidates than `model` was built for (ReST's
+      "prefix" rows), a twin built for that M trains and its weights are copied into `model`;
+    - its optimiser (Adam/AdamW, clipping, warm-up + cosine over the counted steps when the dataset's
+      cardinality is unknown), early stopping on the monitor restoring the best weights;
+    - a tf.data training set runs a fixed number of steps per epoch over its repetition:
+      `steps_per_epoch`, else its cardinality, else its batches counted by one pass over it (pass
+      `steps_per_epoch` for data too large to count); so no epoch ends on an exhausted iterator.
+    Keras' own machinery does the rest: BackupAndRestore (`backup_dir`: an interrupted run resumes),
+    ModelCheckpoint (`checkpoint_path`: the best weights by the monitor), the progress bar.
+    Seeds with `recipe.seeds[0]` before building anything (the trainer's heads, the teacher); seed
+    before building `model` too (`keras.utils.set_random_seed`) for runs that repeat exactly.
+    Returns the History.
     """
     recipe = get_recipe(recipe, **overrides)
     check_model_overrides(model, recipe)
     keras.utils.set_random_seed(recipe.seeds[0])
-    compile_for(model, recipe, steps_per_epoch=_steps(train, steps_per_epoch))
+    samples_per_row = _num_candidates(train) or 1
+    if _is_tf_data(train) and recipe.batch_size:
+        train = train.unbatch().batch(max(recipe.batch_size // samples_per_row, 1))
+    twin = training_twin(model, _num_candidates(train))
+    trainer = make_trainer(twin, recipe)
+    steps = _steps(train, steps_per_epoch, needed=_is_tf_data(train) or bool(recipe.cosine or recipe.warmup_fraction))
+    if steps and _is_tf_data(train):
+        # A fixed number of steps over the repeated data: no epoch ends on an exhausted iterator (which
+        # stalls Keras' torch loader) and `steps_per_epoch` means that many steps every epoch.
+        train, steps_per_epoch = train.repeat(), steps
+    compile_for(trainer, recipe, steps_per_epoch=steps)
     extra = list(callbacks)
     if val is not None and recipe.early_stopping_patience is not None:
         extra.append(
@@ -124,6 +223,10 @@ def fit(
                 str(checkpoint_path), monitor=monitor, mode="max", save_best_only=True, save_weights_only=True
             )
         )
-    return model.fit(
+    history = trainer.fit(
         train, validation_data=val, epochs=recipe.epochs, steps_per_epoch=steps_per_epoch, callbacks=extra, verbose=verbose
     )
+    if twin is not model:
+        model.set_weights(twin.get_weights())
+    history.trainer = trainer
+    return history

@@ -83,3 +83,89 @@ class FitTest(TestCase):
         import os
 
         self.assertTrue(os.path.exists(f"{directory}/best.weights.h5"))
+
+
+class ProtocolTest(TestCase):
+    """The recipes run the whole protocol: trainers, shared-prefix twins, counted steps, batch sizes."""
+
+    def setUp(self):
+        super().setUp()
+        self.simulator = small_simulator()
+
+    def test_printing_a_recipe_shows_every_field(self):
+        text = str(get_recipe("rest"))
+        for field in ("batch_size", "4096", "rest_auxiliary", "seq_weight", "prefix", "grid", "seeds"):
+            self.assertIn(field, text)
+
+    def test_the_rest_recipe_trains_rest_with_both_auxiliary_losses(self):
+        from zoo.recipes.fit import make_trainer
+        from zoo.recipes.rest_training import ReSTTrainer
+        from tests.model_configs import SMALL
+
+        rest = zoo.get("rest", schema=self.simulator.schema, **SMALL["rest"])
+        trainer = make_trainer(rest, get_recipe("rest"))
+        self.assertIsInstance(trainer, ReSTTrainer)
+        self.assertEqual((trainer.seq_weight, trainer.align_weight), (0.1, 0.1))
+        din = zoo.get("din", schema=self.simulator.schema, **SMALL["din"])
+        self.assertIs(make_trainer(din, get_recipe("rest")), din)  # the auxiliary heads are ReST's only
+        train = self.simulator.dataset(32, batch_size=16, seed=1)
+        history = fit(rest, train, recipe="rest", epochs=1, batch_size=16, verbose=0)
+        self.assertIsInstance(history.trainer, ReSTTrainer)
+        self.assertTrue(np.isfinite(history.history["loss"]).all())
+
+    def test_shared_prefix_batches_train_a_twin_and_copy_its_weights_back(self):
+        import tensorflow as tf
+
+        from tests.model_configs import SMALL
+
+        features, labels = self.simulator.sample(16, seed=2)
+        wide = {k: (np.repeat(v, 4, axis=1) if k.startswith("cand") else v) for k, v in features.items()}
+        wide["cand_time"] = wide["cand_time"] - np.arange(4)[::-1] * 10  # four samples of one user, in time
+        train = tf.data.Dataset.from_tensor_slices((wide, np.repeat(labels, 4, axis=1))).batch(8)
+        model = zoo.get("rest", schema=self.simulator.schema, **SMALL["rest"])
+        before = [w.copy() for w in model.get_weights()]
+        history = fit(model, train, recipe="rest", epochs=1, batch_size=16, verbose=0)
+        self.assertEqual(history.trainer.model.schema.num_candidates, 4)  # the twin trained on M = 4 rows
+        self.assertEqual(model.schema.num_candidates, 1)
+        for got, want in zip(model.get_weights(), history.trainer.model.get_weights()):
+            np.testing.assert_array_equal(got, want)
+        self.assertFalse(all(np.array_equal(a, b) for a, b in zip(before, model.get_weights())))
+
+    def test_the_deres_schedule_counts_the_steps_of_a_dataset_of_unknown_size(self):
+        from tests.model_configs import SMALL
+
+        train = self.simulator.dataset(48, batch_size=16, seed=1).unbatch().batch(16)  # cardinality unknown
+        self.assertLess(int(train.cardinality()), 0)
+        model = zoo.get("deres_p", schema=self.simulator.schema, **SMALL["deres_p"])
+        history = fit(model, train, recipe="deres", epochs=2, batch_size=16, verbose=0)
+        schedule = model.optimizer.learning_rate
+        self.assertEqual(int(model.optimizer.iterations), 6)  # 3 counted steps x 2 epochs
+        self.assertLen(history.history["loss"], 2)
+        self.assertTrue(np.isfinite(history.history["loss"]).all())
+        del schedule
+
+    def test_steps_per_epoch_repeats_a_finite_dataset(self):
+        train = self.simulator.dataset(32, batch_size=16, seed=1)  # 2 batches
+        val = self.simulator.dataset(32, batch_size=16, seed=2, shuffle=False)
+        model = zoo.get("din", schema=self.simulator.schema, attention_units=(4,), mlp_units=(8,))
+        history = fit(model, train, val, recipe="suan", epochs=3, steps_per_epoch=3, batch_size=16, verbose=0)
+        self.assertEqual(int(model.optimizer.iterations), 9)
+        self.assertTrue(all(a > 0 for a in history.history["auc"]), history.history["auc"])
+
+    def test_the_recipes_batch_size_reaches_the_training_batches(self):
+        train = self.simulator.dataset(64, batch_size=8, seed=1)
+        model = zoo.get("din", schema=self.simulator.schema, attention_units=(4,), mlp_units=(8,))
+        fit(model, train, recipe="suan", batch_size=32, verbose=0)
+        self.assertEqual(int(model.optimizer.iterations), 2)  # 64 rows in batches of 32, not 8
+
+    def test_the_distill_recipe_trains_student_and_teacher_together(self):
+        from zoo.recipes.distillation import OnlineDistillation
+
+        small = {"num_layers": 1, "num_heads": 2, "mlp_units": (8,), "dice_momentum": 0.9}
+        student = zoo.get("lightsuan", schema=self.simulator.schema, window_size=2, dilation=2, **small)
+        train = self.simulator.dataset(32, batch_size=16, seed=1)
+        options = dict(get_recipe("distill").trainer_options, teacher_hyperparameters=small)
+        history = fit(student, train, recipe="distill", trainer_options=options, batch_size=16, verbose=0)
+        self.assertIsInstance(history.trainer, OnlineDistillation)
+        self.assertIs(history.trainer.student, student)
+        self.assertEqual(history.trainer.teacher.registered_name, "suan")

@@ -68,24 +68,31 @@ def paired_bootstrap(labels, scores_a, scores_b, resamples=10_000, seed=0, chunk
     """Paired bootstrap of AUC(a) - AUC(b) on the same rows.
 
     Each resample draws the rows with replacement (multinomial counts, seeded) and computes both AUCs
-    on it. Returns {"difference": AUC(a) - AUC(b) on all rows, "mean", "ci95": [lo, hi],
-    "p_value": share of resamples with a difference <= 0 (one-sided, a better than b), "resamples"}.
+    on it. `scores_a` and `scores_b` are [N], or [S, N] for S seeds of each model (paired by seed): the
+    statistic is then the mean over seeds of AUC(a_s) - AUC(b_s), every seed on the same resample.
+    Returns {"difference": the statistic on all rows, "mean", "ci95": [lo, hi], "p_value": share of
+    resamples with a difference <= 0 (one-sided, a better than b), "resamples"}.
     """
     labels = _as_1d("labels", labels)
-    scores_a, scores_b = _as_1d("scores_a", scores_a), _as_1d("scores_b", scores_b)
-    if not len(labels) == len(scores_a) == len(scores_b):
-        raise ZooError("paired_bootstrap needs the two models' scores on the same rows")
+    scores_a, scores_b = np.asarray(scores_a, "float64"), np.asarray(scores_b, "float64")
+    if not (np.all(np.isfinite(scores_a)) and np.all(np.isfinite(scores_b))):
+        raise ZooError("paired_bootstrap: the scores contain NaN or infinite values")
+    if scores_a.ndim == 1:
+        scores_a, scores_b = scores_a[None], scores_b[None]
+    if scores_a.ndim != 2 or scores_a.shape != scores_b.shape or scores_a.shape[1] != len(labels):
+        raise ZooError("paired_bootstrap needs the two models' scores on the same rows (and the same seeds)")
     rng = np.random.default_rng(seed)
     n = len(labels)
     differences = []
     for start in range(0, resamples, chunk):
         count = min(chunk, resamples - start)
         weights = rng.multinomial(n, np.full(n, 1.0 / n), size=count).astype("float64")
-        differences.append(_weighted_auc(labels, scores_a, weights) - _weighted_auc(labels, scores_b, weights))
+        per_seed = [_weighted_auc(labels, a, weights) - _weighted_auc(labels, b, weights) for a, b in zip(scores_a, scores_b)]
+        differences.append(np.mean(per_seed, axis=0))
     differences = np.concatenate(differences)
     differences = differences[np.isfinite(differences)]
     return {
-        "difference": auc(labels, scores_a) - auc(labels, scores_b),
+        "difference": float(np.mean([auc(labels, a) - auc(labels, b) for a, b in zip(scores_a, scores_b)])),
         "mean": float(differences.mean()),
         "ci95": [float(np.percentile(differences, 2.5)), float(np.percentile(differences, 97.5))],
         "p_value": float(np.mean(differences <= 0)),

@@ -75,3 +75,19 @@ def scaling_law(fit, path):
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)
+
+
+def table_auc(rows, path):
+    """A reproduced table: each row's mean test AUC with its 95 % interval over seeds."""
+    plt = _pyplot()
+    rows = sorted(rows, key=lambda r: r["auc_mean"])
+    means = np.array([r["auc_mean"] for r in rows])
+    low = np.array([r["auc_ci95"][0] for r in rows])
+    errors = np.where(np.isfinite(low), means - low, 0.0)
+    figure, axis = plt.subplots(figsize=(6, 1 + 0.35 * len(rows)))
+    axis.barh([r["label"] for r in rows], means - 0.5, left=0.5, xerr=errors, color="#4c72b0", capsize=3)
+    axis.set_xlim(max(0.5, float(np.nanmin(low if np.isfinite(low).any() else means)) - 0.01), float(means.max()) + 0.01)
+    axis.set_xlabel("test AUC (mean, 95% CI over seeds)")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)

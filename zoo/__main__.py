@@ -1,4 +1,4 @@
-"""The zoo's command line: `python -m zoo list | fit | evaluate | tune | export | demo`.
+"""The zoo's command line: `python -m zoo list | fit | evaluate | reproduce | tune | export | demo`.
 
 Every command answers `--help`. A bad argument exits with status 2 and one line on stderr.
 """
@@ -51,14 +51,19 @@ def _override(text):
     return key.strip(), value
 
 
-def _data(args, split, rows):
-    """(dataset, schema) for a command: the simulator or a named data set read from --path."""
+def _data(args, split, rows, **load_options):
+    """(dataset, schema) for a command: the simulator or a named data set read from --path.
+    `load_options` (batch_size, mode, num_candidates, with_weights) come from the recipe where it has
+    one; --batch-size overrides the batch size."""
+    batch_size = args.batch_size or load_options.pop("batch_size", None) or 256
+    if args.batch_size:
+        load_options.pop("batch_size", None)
     if args.data == "simulator":
         from zoo.datasets import BehaviourSimulator
 
         simulator = BehaviourSimulator(seed=args.seed)
         seed = {"train": 1, "validation": 2, "test": 3}[split] + args.seed
-        return simulator.dataset(rows, batch_size=args.batch_size, seed=seed, shuffle=split == "train"), simulator.schema
+        return simulator.dataset(rows, batch_size=batch_size, seed=seed, shuffle=split == "train"), simulator.schema
     from zoo import datasets
     from zoo.errors import ZooError
 
@@ -66,31 +71,56 @@ def _data(args, split, rows):
         raise ZooError(f"--data {args.data} needs --path (the raw file or folder)")
     if not os.path.exists(args.path):
         raise ZooError(f"{args.path}: no such file or folder")
-    return datasets.load(args.data, args.path, split=split, batch_size=args.batch_size)
+    options = dict(getattr(args, "data_options", None) or [])
+    return datasets.load(args.data, args.path, split=split, batch_size=batch_size, seed=args.seed,
+                         **load_options, **options)
 
 
 def _fit(args):
-    """Train a registered model by a recipe; write a preset and a JSON report."""
+    """Train a registered model by a recipe (its batch size, batching, trainer and schedule); write a
+    preset and a JSON report of the validation and test splits."""
     import zoo
 
     import keras
 
     keras.utils.set_random_seed(args.seed)  # before anything random: the data and the model's weights
-    train, schema = _data(args, "train", args.rows)
-    val, _ = _data(args, "validation", max(args.rows // 5, 1))
+    recipe = zoo.recipes.get_recipe(args.recipe, **({"epochs": args.epochs} if args.epochs else {}))
+    recipe = zoo.recipes.get_recipe(recipe, seeds=(args.seed,))
+    training = zoo.recipes.data_options(recipe, args.model)
+    train, schema = _data(args, "train", args.rows, **training)
+    val, _ = _data(args, "validation", max(args.rows // 5, 1), **training)
+    plain_val, _ = _data(args, "validation", max(args.rows // 5, 1), batch_size=recipe.batch_size)
     model_class = zoo.registry.entry(args.model).cls
-    overrides = {**zoo.recipes.model_overrides(args.recipe, model_class), **dict(args.set or [])}
-    model = zoo.get(args.model, schema=schema, **overrides)
-    recipe_overrides = {"epochs": args.epochs} if args.epochs else {}
-    history = zoo.recipes.fit(model, train, val, recipe=args.recipe, **recipe_overrides)
+    overrides = {**zoo.recipes.model_overrides(recipe, model_class), **dict(args.set or [])}
+    model = zoo.get(args.model, schema=schema.with_candidates(1), **overrides)
+    history = zoo.recipes.fit(model, train, val, recipe=recipe, verbose=args.verbose)
     report = zoo.recipes.evaluate(
-        model, val, report_path=os.path.join(args.out, "report.json"), plots_dir=args.out, history=history.history
+        model, plain_val, report_path=os.path.join(args.out, "report.json"), plots_dir=args.out, history=history.history
     )
+    metrics = {"val_auc": report["auc"], "val_logloss": report["logloss"]}
+    if args.data != "simulator":
+        test, _ = _data(args, "test", 0, batch_size=recipe.batch_size)
+        test_report = zoo.recipes.evaluate(model, test, report_path=os.path.join(args.out, "test_report.json"))
+        metrics.update(test_auc=test_report["auc"], test_logloss=test_report["logloss"])
     model.save_to_preset(
         os.path.join(args.out, "preset"),
-        metadata={"training_data": args.data, "recipe": args.recipe, "metrics": {"val_auc": report["auc"], "val_logloss": report["logloss"]}},
+        metadata={"training_data": args.data, "recipe": args.recipe, "seed": args.seed, "metrics": metrics},
     )
-    print(f"{args.model}: validation AUC {report['auc']:.4f}, LogLoss {report['logloss']:.4f}; preset and report in {args.out}")
+    shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
+    print(f"{args.model}: {shown}; preset and report in {args.out}")
+
+
+def _reproduce(args):
+    """Run (or complete) a paper's table on your data: resumable cells, mean ± s.d., CIs, bootstrap."""
+    from zoo.recipes.reproduce import reproduce
+
+    summary = reproduce(
+        args.table, args.path, args.out, data=args.data, seeds=tuple(args.seeds) if args.seeds else None,
+        grid=not args.no_grid, smoke=args.smoke, max_rows=args.max_rows, rows=args.row, epochs=args.epochs,
+    )
+    from zoo.recipes.reproduce import markdown
+
+    print(markdown(summary))
 
 
 def _evaluate(args):
@@ -142,7 +172,7 @@ def _add_data_arguments(parser, rows):
     parser.add_argument("--data", default="simulator", help="'simulator' (default) or a data set name (zoo.datasets.names())")
     parser.add_argument("--path", help="the data set's raw file or folder")
     parser.add_argument("--rows", type=int, default=rows, help=f"simulated rows (default {rows})")
-    parser.add_argument("--batch-size", type=int, default=256, help="batch size (default 256)")
+    parser.add_argument("--batch-size", type=int, help="batch size (default: the recipe's, else 256)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
 
 
@@ -158,7 +188,23 @@ def _parser():
     fit.add_argument("--epochs", type=int, help="override the recipe's epochs")
     fit.add_argument("--set", type=_override, action="append", metavar="KEY=VALUE", help="model hyperparameter override")
     fit.add_argument("--out", default="runs/fit", help="output folder (default runs/fit)")
+    fit.add_argument("--verbose", type=int, default=2, choices=[0, 1, 2], help="Keras' verbosity (default 2: a line per epoch)")
+    fit.add_argument("--data-option", dest="data_options", type=_override, action="append", metavar="KEY=VALUE",
+                     help="a data set protocol option, e.g. sequence_length=50")
     fit.set_defaults(run=_fit)
+
+    reproduce = commands.add_parser("reproduce", help=_reproduce.__doc__)
+    reproduce.add_argument("table", help="rest-table2, suan-table2, deres-table2 or scaling")
+    reproduce.add_argument("--path", required=True, help="the data set's raw file or folder")
+    reproduce.add_argument("--data", help="another data set for the table (e.g. avazu for deres-table2)")
+    reproduce.add_argument("--out", default="runs/reproduce", help="results folder (default runs/reproduce)")
+    reproduce.add_argument("--seeds", type=int, nargs="+", help="seeds (default: the recipe's)")
+    reproduce.add_argument("--row", action="append", help="run only this row (label or model name); repeatable")
+    reproduce.add_argument("--epochs", type=int, help="override the recipe's epochs")
+    reproduce.add_argument("--no-grid", action="store_true", help="skip the recipe's validation grid")
+    reproduce.add_argument("--smoke", action="store_true", help="tiny models, a few hundred rows, one seed")
+    reproduce.add_argument("--max-rows", type=int, help="rows of each split (default: all; smoke: 300)")
+    reproduce.set_defaults(run=_reproduce)
 
     evaluate = commands.add_parser("evaluate", help=_evaluate.__doc__)
     evaluate.add_argument("preset", help="preset directory, preset name or registered model name (its default preset)")

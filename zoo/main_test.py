@@ -21,7 +21,7 @@ def run(*argv):
 
 class CommandLineTest(TestCase):
     def test_every_command_has_help(self):
-        for command in ("list", "fit", "evaluate", "tune", "export", "demo"):
+        for command in ("list", "fit", "evaluate", "reproduce", "tune", "export", "demo"):
             status, out, _ = run(command, "--help")
             self.assertEqual(status, 0, command)
             self.assertIn("usage:", out)
@@ -39,7 +39,7 @@ class CommandLineTest(TestCase):
             "--set", "attention_units=(4,)", "--out", str(directory / "run"),
         )
         self.assertEqual(status, 0, err)
-        self.assertIn("validation AUC", out)
+        self.assertIn("val_auc", out)
         self.assertTrue((directory / "run" / "report.json").is_file())
         self.assertTrue((directory / "run" / "preset" / "model.weights.h5").is_file())
         status, out, err = run("evaluate", str(directory / "run" / "preset"), "--rows", "128")
@@ -48,6 +48,20 @@ class CommandLineTest(TestCase):
         status, out, err = run("export", str(directory / "run" / "preset"), str(directory / "export" / "1"))
         self.assertEqual(status, 0, err)
         self.assertTrue((directory / "export" / "1" / "saved_model.pb").is_file())
+
+    def test_two_fits_with_one_seed_give_identical_metrics(self):
+        import json
+
+        directory = Path(self.get_temp_dir())
+        reports = []
+        for run_name in ("a", "b"):
+            argv = ("fit", "din", "--rows", "256", "--epochs", "1", "--seed", "3", "--set", "mlp_units=(8,)",
+                    "--set", "attention_units=(4,)", "--verbose", "0", "--out", str(directory / run_name))
+            status, _, err = run(*argv)
+            self.assertEqual(status, 0, err)
+            reports.append(json.loads((directory / run_name / "report.json").read_text()))
+        self.assertEqual(reports[0]["auc"], reports[1]["auc"])
+        self.assertEqual(reports[0]["logloss"], reports[1]["logloss"])
 
     def test_bad_arguments_exit_2_with_one_line(self):
         cases = [

@@ -1,0 +1,450 @@
+"""`reproduce(table, path)`: a paper's table on the data a user has, cell by cell, resumable.
+
+    python -m zoo reproduce rest-table2 --path ml-100k/ --out runs/reproduce
+    python -m zoo reproduce suan-table2 --path UserBehavior.csv --out runs/reproduce
+    python -m zoo reproduce deres-table2 --path train.txt --data criteo
+    python -m zoo reproduce scaling --path UserBehavior.csv
+
+A table is rows (a label, a registered model, its hyperparameters at the paper's fairness sizes, the
+recipe) run over the recipe's seeds. Each (row, seed) is a cell: it builds the model after seeding,
+trains it by the recipe (`zoo.recipes.fit`: batch size, trainer, schedule, early stopping on the
+validation split), scores the test split and writes `cells/<label>/seed<k>.json` (metrics, wall time,
+parameters) and the test scores (`.npy`). A finished cell is kept and skipped by the next run, so a
+table is completed over several runs. Where the recipe has a grid (ReST: learning rate x weight
+decay), seed 0 runs every grid point, the best by the monitor on the VALIDATION split is chosen
+(`cells/<label>/grid.json`) and the other seeds run with it; the test split never picks anything.
+
+The summary (`table.md`, `table.json`, `auc.png`) gives per row: test AUC and LogLoss mean ± s.d.
+over seeds with a 95 % t-interval, GAUC, RelaImpr against the reference row, the paired bootstrap
+(10^4 resamples of the test rows; the statistic is the seed-mean AUC difference) against each
+reference, and the wall time. The `scaling` table fits SUAN's power law to AUC against training
+compute (parameters x samples) per model and plots it.
+"""
+
+import dataclasses
+import itertools
+import json
+import time
+from pathlib import Path
+
+import keras
+import numpy as np
+
+from zoo.errors import ZooError
+from zoo.recipes import plots
+from zoo.recipes.evaluate import predict_rows
+from zoo.recipes.fit import data_options, fit, model_overrides
+from zoo.recipes.metrics import auc, gauc, paired_bootstrap, rela_impr
+from zoo.recipes.protocols import get_recipe
+from zoo.recipes.scaling import fit_scaling_law
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One row of a table: `label` (as the paper names it), the registered `model`, its
+    `hyperparameters`, the `recipe` (None: the table's), and `fraction` of the training rows."""
+
+    label: str
+    model: str
+    hyperparameters: dict = dataclasses.field(default_factory=dict)
+    recipe: str | None = None
+    fraction: float = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Table:
+    """A paper's table: the data set (and its protocol options), the recipe, the rows, the reference
+    rows the bootstrap compares against, and the paper's claims a reader checks."""
+
+    name: str
+    data: str
+    recipe: str
+    rows: tuple
+    references: tuple
+    data_options: dict = dataclasses.field(default_factory=dict)
+    claims: str = ""
+
+
+# Fairness sizes. SUAN §4.1.4: embedding 8 (the reader's), 2 layers, 2 heads, MLP [1024, 512, 256, 1]
+# with Dice for every attention model. ReST public: item embedding 32 (the reader's), 2 encoder + 2
+# decoder layers, head MLP [256, 128, 64]; the baselines at similar width and depth.
+SUAN_HEAD = {"mlp_units": (1024, 512, 256)}
+REST_HEAD = {"mlp_units": (256, 128, 64)}
+
+TABLES = {
+    "rest-table2": Table(
+        name="rest-table2",
+        data="movielens",
+        recipe="rest",
+        rows=(
+            Row("ReST", "rest", {"model_dim": 32, "num_heads": 4, "encoder_depth": 2, "decoder_depth": 2, **REST_HEAD}),
+            Row("Trans.", "transformer", {"model_dim": 32, "num_heads": 4, "num_layers": 2, **REST_HEAD}),
+            Row("LLaMA", "llama", {"model_dim": 32, "num_heads": 4, "num_layers": 2, **REST_HEAD}),
+            Row("HSTU", "hstu", {"model_dim": 32, "num_heads": 4, "num_layers": 2, **REST_HEAD}),
+            Row("DIN", "din", {"attention_units": (64, 32), **REST_HEAD}),
+            Row("FM", "fm", {}),
+        ),
+        references=("FM", "DIN"),
+        claims="ReST first; ReST > HSTU, LLaMA, Trans. > DIN > FM (ReST Table 2, ML-1M: AUC 0.8099).",
+    ),
+    "suan-table2": Table(
+        name="suan-table2",
+        data="taobao",
+        recipe="suan",
+        rows=(
+            Row("SUAN", "suan", {"num_layers": 2, "num_heads": 2, **SUAN_HEAD}),
+            Row("LightSUAN k=8 r=2", "lightsuan",
+                {"num_layers": 2, "num_heads": 2, "window_size": 8, "dilation": 2, "parallel_candidates": 1, **SUAN_HEAD}),
+            Row("LightSUAN k=8 r=4", "lightsuan",
+                {"num_layers": 2, "num_heads": 2, "window_size": 8, "dilation": 4, "parallel_candidates": 1, **SUAN_HEAD}),
+            Row("DistilSUAN k=8 r=2", "lightsuan",
+                {"num_layers": 2, "num_heads": 2, "window_size": 8, "dilation": 2, "parallel_candidates": 1, **SUAN_HEAD},
+                recipe="distill"),
+            Row("BST", "bst", {"num_layers": 2, "num_heads": 2, **SUAN_HEAD}),
+            Row("HSTU", "hstu", {"num_layers": 2, "num_heads": 2, **SUAN_HEAD}),
+            Row("DIN", "din", SUAN_HEAD),
+            Row("CAN", "can", SUAN_HEAD),
+            Row("SIM (soft)", "sim_soft", SUAN_HEAD),
+            Row("ETA", "eta", SUAN_HEAD),
+            Row("TWIN", "twin", SUAN_HEAD),
+        ),
+        references=("DIN",),
+        claims="SUAN > LightSUAN > BST, HSTU > DIN; DistilSUAN >= LightSUAN; LightSUAN with r <= 4 close to "
+        "SUAN (SUAN Table 2, Taobao/Eleme).",
+    ),
+    "deres-table2": Table(
+        name="deres-table2",
+        data="criteo",
+        recipe="deres",
+        rows=(
+            Row("DeRes-P", "deres_p", {"num_layers": 8, "width": 128, "num_heads": 4, "num_blocks": 4}),
+            Row("DeRes-S", "deres_s", {"num_layers": 8, "width": 128, "num_heads": 4, "num_blocks": 4}),
+            Row("Residual", "ctr_transformer", {"num_layers": 8, "width": 128, "num_heads": 4}),
+            Row("AttnRes", "attnres", {"num_layers": 8, "width": 128, "num_heads": 4, "num_blocks": 4}),
+            Row("DenseFormer", "denseformer", {"num_layers": 8, "width": 128, "num_heads": 4}),
+            Row("mHC", "mhc", {"num_layers": 8, "width": 128, "num_heads": 4}),
+            Row("FM", "fm", {}),
+            Row("DeepFM", "deepfm", {}),
+            Row("DCNv2", "dcnv2", {}),
+            Row("AutoInt", "autoint", {}),
+            Row("FiBiNET", "fibinet", {}),
+        ),
+        references=("Residual",),
+        claims="DeRes-P/S > AttnRes, DenseFormer, mHC > Residual > the interaction models (DeRes Table 2, "
+        "Criteo and Avazu). Only samples of Criteo/Avazu exist here: a smoke run, not a reproduction.",
+    ),
+    "scaling": Table(
+        name="scaling",
+        data="taobao",
+        recipe="suan",
+        rows=tuple(
+            Row(f"{label} {int(fraction * 100)}%", model, {**hp, **SUAN_HEAD}, fraction=fraction)
+            for (label, model, hp), fraction in itertools.product(
+                (("SUAN", "suan", {"num_layers": 2, "num_heads": 2}),
+                 ("HSTU", "hstu", {"num_layers": 2, "num_heads": 2}),
+                 ("DIN", "din", {})),
+                (0.25, 0.5, 1.0),
+            )
+        ),
+        references=(),
+        claims="AUC grows with training compute as a power law, faster for SUAN than for HSTU and DIN "
+        "(SUAN Figure 4).",
+    ),
+}
+
+
+def get_table(name):
+    if name not in TABLES:
+        raise ZooError(f"unknown table '{name}' (tables: {', '.join(TABLES)})")
+    return TABLES[name]
+
+
+def _slug(label):
+    return "".join(c if c.isalnum() else "_" for c in label).strip("_").lower()
+
+
+def _limit(dataset, rows, batch_size):
+    """The first `rows` rows of a pipeline (a smoke run), re-batched."""
+    if rows is None:
+        return dataset
+    return dataset.unbatch().take(rows).batch(batch_size)
+
+
+def _fraction(dataset, fraction, seed):
+    """A fixed `fraction` of the training rows (the same rows every epoch), reshuffled each epoch."""
+    if fraction >= 1.0:
+        return dataset
+    total = sum(len(batch[1]) for batch in dataset.as_numpy_iterator())
+    return dataset.unbatch().take(int(total * fraction)).cache().shuffle(16_384, seed=seed).batch(256)
+
+
+class Reproduction:
+    """Runs one table (see the module docstring). `smoke=True` trains tiny models on `max_rows` rows of
+    each split for one epoch and one seed (what CI runs); a smoke run writes under `<out>/smoke/`."""
+
+    def __init__(self, table, path, out="runs/reproduce", *, data=None, seeds=None, grid=True, smoke=False,
+                 max_rows=None, rows=None, epochs=None, log=print):
+        self.table = get_table(table) if isinstance(table, str) else table
+        self.path = path
+        self.data = data or self.table.data
+        root = Path(out) / (f"smoke/{self.table.name}" if smoke else self.table.name)
+        self.out = root if data is None or data == self.table.data else root.with_name(f"{root.name}-{data}")
+        self.smoke = smoke
+        self.max_rows = max_rows or (300 if smoke else None)
+        self.grid = grid and not smoke
+        self.epochs = 1 if smoke else epochs
+        self.seeds = seeds
+        self.selected = [r for r in self.table.rows if rows is None or r.label in rows or r.model in rows]
+        self.log = log
+
+    # -- data ---------------------------------------------------------------------------------------
+    def _load(self, split, recipe, model_name, training):
+        from zoo import datasets
+
+        options = data_options(recipe, model_name) if training else {"batch_size": recipe.batch_size}
+        if self.smoke:
+            options = {**options, "batch_size": max(8, min(64, options["batch_size"]))}
+        dataset, schema = datasets.load(
+            self.data, self.path, split=split, seed=0, verbose=False, **options, **self.table.data_options
+        )
+        return _limit(dataset, self.max_rows, options["batch_size"]), schema
+
+    # -- one cell -----------------------------------------------------------------------------------
+    def _recipe(self, row, seed, grid_point=None):
+        recipe = get_recipe(row.recipe or self.table.recipe)
+        overrides = {"seeds": (seed,), **(grid_point or {})}
+        if self.epochs:
+            overrides["epochs"] = self.epochs
+        if self.smoke:
+            overrides["batch_size"] = 64
+        return get_recipe(recipe, **overrides)
+
+    def _hyperparameters(self, row, cls):
+        hp = dict(row.hyperparameters)
+        if self.smoke:  # tiny, whatever the fairness sizes
+            for key, value in list(hp.items()):
+                if key in ("mlp_units", "attention_units"):
+                    hp[key] = (8,)
+                elif key in ("width", "model_dim"):
+                    hp[key] = 8
+                elif key in ("num_layers", "encoder_depth", "decoder_depth"):
+                    hp[key] = 1
+                elif key == "num_blocks":
+                    hp[key] = 1
+                elif key == "num_heads":
+                    hp[key] = 2
+        return hp
+
+    def run_cell(self, row, seed, grid_point=None, tag=None):
+        """Trains and tests one (row, seed[, grid point]) cell; returns its result dict (from disk when done)."""
+        import zoo
+
+        directory = self.out / "cells" / _slug(row.label)
+        name = tag or f"seed{seed}"
+        result_path = directory / f"{name}.json"
+        if result_path.exists():
+            return json.loads(result_path.read_text())
+        recipe = self._recipe(row, seed, grid_point)
+        entry = zoo.registry.entry(row.model)
+        started = time.time()
+        train, schema = self._load("train", recipe, row.model, training=True)
+        train = _fraction(train, row.fraction, seed)
+        val, _ = self._load("validation", recipe, row.model, training=True)
+        keras.utils.set_random_seed(seed)  # before the model: its initial weights depend on the seed only
+        hp = {**model_overrides(recipe, entry.cls), **self._hyperparameters(row, entry.cls)}
+        model = zoo.get(row.model, schema=schema.with_candidates(1), **hp)
+        history = fit(model, train, val, recipe=recipe, verbose=0)
+        plain_val, _ = self._load("validation", recipe, row.model, training=False)
+        val_labels, val_scores, _ = predict_rows(model, plain_val)
+        test, _ = self._load("test", recipe, row.model, training=False)
+        labels, scores, users = predict_rows(model, test)
+        clipped = np.clip(scores, 1e-7, 1 - 1e-7)
+        result = {
+            "label": row.label, "model": row.model, "seed": seed, "recipe": recipe.name, "grid_point": grid_point,
+            "hyperparameters": {k: (list(v) if isinstance(v, tuple) else v) for k, v in hp.items()},
+            "fraction": row.fraction, "parameters": int(model.count_params()),
+            "train_samples": int(sum(np.asarray(b[1]).size for b in train.as_numpy_iterator())),
+            "epochs_run": len(history.history.get("loss", [])),
+            "val_auc": auc(val_labels, val_scores), "test_auc": auc(labels, scores),
+            "test_logloss": float(-np.mean(labels * np.log(clipped) + (1 - labels) * np.log(1 - clipped))),
+            "test_gauc": gauc(users, labels, scores) if users is not None else None,
+            "test_rows": int(len(labels)), "wall_seconds": round(time.time() - started, 1),
+            "backend": keras.backend.backend(),
+        }
+        directory.mkdir(parents=True, exist_ok=True)
+        np.save(directory / f"{name}_scores.npy", scores.astype("float32"))
+        labels_path = self.out / "test_labels.npy"
+        if labels_path.exists():
+            if not np.array_equal(np.load(labels_path), labels.astype("float32")):
+                raise ZooError(f"{row.label}: the test rows differ from the other cells' (changed data or options?)")
+        else:
+            np.save(labels_path, labels.astype("float32"))
+        result_path.write_text(json.dumps(result, indent=2))
+        return result
+
+    def _best_grid_point(self, row):
+        """Seed 0 over the recipe's grid; the point with the best validation AUC (kept in grid.json)."""
+        recipe = get_recipe(row.recipe or self.table.recipe)
+        if not self.grid or not recipe.grid:
+            return None
+        directory = self.out / "cells" / _slug(row.label)
+        chosen = directory / "grid.json"
+        if chosen.exists():
+            return json.loads(chosen.read_text())["best"]
+        keys = sorted(recipe.grid)
+        points = [dict(zip(keys, values)) for values in itertools.product(*(recipe.grid[k] for k in keys))]
+        results = []
+        for i, point in enumerate(points):
+            tag = "grid_" + "_".join(f"{k}{point[k]:g}" for k in keys)
+            result = self.run_cell(row, 0, point, tag=tag)
+            results.append(result)
+            self.log(f"  {row.label} grid {i + 1}/{len(points)} {point}: validation AUC {result['val_auc']:.4f}")
+        best = points[int(np.argmax([r["val_auc"] for r in results]))]
+        directory.mkdir(parents=True, exist_ok=True)
+        chosen.write_text(json.dumps({"best": best, "points": points, "val_auc": [r["val_auc"] for r in results]}, indent=2))
+        return best
+
+    # -- the table ----------------------------------------------------------------------------------
+    def run(self):
+        """Runs every missing cell (a progress line each), then writes the summary; returns it."""
+        from zoo import registry
+
+        self.out.mkdir(parents=True, exist_ok=True)
+        cells = []
+        for row in self.selected:
+            if row.model not in registry.names():
+                self.log(f"{row.label}: model '{row.model}' is not registered in this zoo; row skipped")
+                continue
+            recipe = get_recipe(row.recipe or self.table.recipe)
+            seeds = self.seeds or ((0,) if self.smoke else recipe.seeds)
+            try:
+                best = self._best_grid_point(row)
+            except ZooError as error:
+                self.log(f"{row.label}: {error}; row skipped")
+                continue
+            for seed in seeds:
+                cells.append((row, seed, best))
+        for i, (row, seed, best) in enumerate(cells):
+            tag = f"seed{seed}"
+            done = (self.out / "cells" / _slug(row.label) / f"{tag}.json").exists()
+            try:
+                result = self.run_cell(row, seed, best)
+            except ZooError as error:
+                self.log(f"[{i + 1}/{len(cells)}] {row.label} seed {seed}: {error}; cell skipped")
+                continue
+            state = "kept" if done else f"{result['wall_seconds']:.0f} s"
+            self.log(f"[{i + 1}/{len(cells)}] {row.label} seed {seed}: test AUC {result['test_auc']:.4f} "
+                     f"(validation {result['val_auc']:.4f}, {result['epochs_run']} epochs) {state}")
+        return self.summarise()
+
+    def _results(self, row):
+        directory = self.out / "cells" / _slug(row.label)
+        found = sorted(directory.glob("seed*.json")) if directory.exists() else []
+        return [json.loads(p.read_text()) for p in found], [np.load(p.with_name(p.stem + "_scores.npy")) for p in found]
+
+    def summarise(self):
+        """table.json, table.md and auc.png from the finished cells."""
+        labels_path = self.out / "test_labels.npy"
+        labels = np.load(labels_path) if labels_path.exists() else None
+        rows = []
+        scores_by_label = {}
+        for row in self.selected:
+            results, scores = self._results(row)
+            if not results:
+                continue
+            aucs = np.array([r["test_auc"] for r in results])
+            loglosses = np.array([r["test_logloss"] for r in results])
+            n = len(aucs)
+            half = _t95(n) * aucs.std(ddof=1) / np.sqrt(n) if n > 1 else float("nan")
+            gaucs = [r["test_gauc"] for r in results if r["test_gauc"] is not None]
+            scores_by_label[row.label] = (sorted(r["seed"] for r in results), scores)
+            rows.append({
+                "label": row.label, "model": row.model, "seeds": n, "parameters": results[0]["parameters"],
+                "fraction": row.fraction, "train_samples": results[0]["train_samples"],
+                "auc_mean": float(aucs.mean()), "auc_sd": float(aucs.std(ddof=1)) if n > 1 else float("nan"),
+                "auc_ci95": [float(aucs.mean() - half), float(aucs.mean() + half)],
+                "logloss_mean": float(loglosses.mean()), "logloss_sd": float(loglosses.std(ddof=1)) if n > 1 else float("nan"),
+                "gauc_mean": float(np.mean(gaucs)) if gaucs else None,
+                "val_auc_mean": float(np.mean([r["val_auc"] for r in results])),
+                "wall_seconds": float(sum(r["wall_seconds"] for r in results)),
+                "grid_point": results[0]["grid_point"],
+            })
+        by_label = {r["label"]: r for r in rows}
+        for entry in rows:
+            entry["vs"] = {}
+            for reference in self.table.references:
+                if reference not in by_label or reference == entry["label"] or labels is None:
+                    continue
+                seeds_a, a = scores_by_label[entry["label"]]
+                seeds_b, b = scores_by_label[reference]
+                common = sorted(set(seeds_a) & set(seeds_b))
+                pick = lambda seeds, s: np.stack([s[seeds.index(k)] for k in common])  # noqa: E731
+                test = paired_bootstrap(labels, pick(seeds_a, a), pick(seeds_b, b), resamples=10_000)
+                entry["vs"][reference] = {
+                    "rela_impr": rela_impr(entry["auc_mean"], by_label[reference]["auc_mean"])
+                    if by_label[reference]["auc_mean"] > 0.5 else None,
+                    "auc_difference": test["difference"], "ci95": test["ci95"], "p_value": test["p_value"],
+                }
+        summary = {"table": self.table.name, "data": self.data, "claims": self.table.claims, "rows": rows,
+                   "smoke": self.smoke}
+        if self.table.name == "scaling":
+            summary["fits"] = self._scaling_fits(rows)
+        (self.out / "table.json").write_text(json.dumps(summary, indent=2))
+        (self.out / "table.md").write_text(markdown(summary))
+        if rows:
+            plots.table_auc(rows, self.out / "auc.png")
+        return summary
+
+    def _scaling_fits(self, rows):
+        fits = {}
+        for model in sorted({r["model"] for r in rows}):
+            points = [r for r in rows if r["model"] == model]
+            compute = [r["parameters"] * r["train_samples"] for r in points]
+            try:
+                fit_ = fit_scaling_law(compute, [r["auc_mean"] for r in points], law="suan")
+            except ZooError as error:
+                fits[model] = {"error": str(error)}
+                continue
+            fits[model] = fit_
+            plots.scaling_law(fit_, self.out / f"scaling_{model}.png")
+        return fits
+
+
+def _t95(n):
+    from scipy.stats import t
+
+    return float(t.ppf(0.975, n - 1)) if n > 1 else float("nan")
+
+
+def markdown(summary):
+    """The summary as a Markdown table."""
+    references = sorted({ref for r in summary["rows"] for ref in r.get("vs", {})})
+    head = ["model", "params", "seeds", "test AUC (mean ± s.d.)", "95% CI", "LogLoss", "GAUC"]
+    for ref in references:
+        head += [f"RelaImpr vs {ref}", f"p (> {ref})"]
+    head += ["wall s"]
+    lines = [f"### {summary['table']} on {summary['data']}{' (smoke)' if summary['smoke'] else ''}", "",
+             f"Paper's claim: {summary['claims']}", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in sorted(summary["rows"], key=lambda r: -r["auc_mean"]):
+        cells = [r["label"], f"{r['parameters']:,}", str(r["seeds"]), f"{r['auc_mean']:.4f} ± {r['auc_sd']:.4f}",
+                 f"[{r['auc_ci95'][0]:.4f}, {r['auc_ci95'][1]:.4f}]", f"{r['logloss_mean']:.4f}",
+                 f"{r['gauc_mean']:.4f}" if r["gauc_mean"] is not None else "-"]
+        for ref in references:
+            vs = r.get("vs", {}).get(ref)
+            cells += ([f"{vs['rela_impr']:+.2f}%" if vs["rela_impr"] is not None else "-", f"{vs['p_value']:.4f}"]
+                      if vs else ["-", "-"])
+        cells.append(f"{r['wall_seconds']:.0f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    for model, fit_ in (summary.get("fits") or {}).items():
+        if "error" in fit_:
+            lines.append(f"\n{model}: no fit ({fit_['error']})")
+        else:
+            coefficients = ", ".join(f"{k} = {v:.4g}" for k, v in fit_["coefficients"].items())
+            lines.append(f"\n{model}: AUC(C) = E - A / (C - B)^alpha with {coefficients}; R² = {fit_['r2']:.3f}")
+    return "\n".join(lines) + "\n"
+
+
+def reproduce(table, path, out="runs/reproduce", **options):
+    """Runs (or completes) `table` on the data at `path`; returns the summary dict. See `Reproduction`."""
+    return Reproduction(table, path, out, **options).run()
