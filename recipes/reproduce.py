@@ -143,12 +143,16 @@ TABLES = {
                 (("SUAN", "suan", {"num_layers": 2, "num_heads": 2}),
                  ("HSTU", "hstu", {"num_layers": 2, "num_heads": 2}),
                  ("DIN", "din", {})),
-                (0.25, 0.5, 1.0),
+                (0.125, 0.25, 0.5, 0.75, 1.0),
             )
+        ) + tuple(
+            Row(f"SUAN {layers} layers", "suan", {"num_layers": layers, "num_heads": 2, **SUAN_HEAD})
+            for layers in (1, 4)
         ),
         references=(),
-        claims="AUC grows with training compute as a power law, faster for SUAN than for HSTU and DIN "
-        "(SUAN Figure 4).",
+        claims="AUC grows with training compute C = parameters x training samples as a power law "
+        "E - A / (C - B)^alpha, faster for SUAN than for HSTU and DIN (SUAN Figure 4); each model's points "
+        "are five data fractions (and, for SUAN, two more sizes).",
     ),
 }
 
@@ -183,7 +187,7 @@ class Reproduction:
     each split for one epoch and one seed (what CI runs); a smoke run writes under `<out>/smoke/`."""
 
     def __init__(self, table, path, out="runs/reproduce", *, data=None, seeds=None, grid=True, smoke=False,
-                 max_rows=None, rows=None, epochs=None, log=print):
+                 max_rows=None, rows=None, epochs=None, data_options=None, log=print):
         self.table = get_table(table) if isinstance(table, str) else table
         self.path = path
         self.data = data or self.table.data
@@ -196,6 +200,7 @@ class Reproduction:
         self.seeds = seeds
         self.selected = [r for r in self.table.rows if rows is None or r.label in rows or r.model in rows]
         self.log = log
+        self.data_options = {**self.table.data_options, **(data_options or {})}
 
     # -- data ---------------------------------------------------------------------------------------
     def _load(self, split, recipe, model_name, training):
@@ -205,7 +210,7 @@ class Reproduction:
         if self.smoke:
             options = {**options, "batch_size": max(8, min(64, options["batch_size"]))}
         dataset, schema = datasets.load(
-            self.data, self.path, split=split, seed=0, verbose=False, **options, **self.table.data_options
+            self.data, self.path, split=split, seed=0, verbose=False, **options, **self.data_options
         )
         return _limit(dataset, self.max_rows, options["batch_size"]), schema
 
@@ -385,8 +390,8 @@ class Reproduction:
                     if by_label[reference]["auc_mean"] > 0.5 else None,
                     "auc_difference": test["difference"], "ci95": test["ci95"], "p_value": test["p_value"],
                 }
-        summary = {"table": self.table.name, "data": self.data, "claims": self.table.claims, "rows": rows,
-                   "smoke": self.smoke}
+        summary = {"table": self.table.name, "data": self.data, "data_options": self.data_options,
+                   "claims": self.table.claims, "rows": rows, "smoke": self.smoke}
         if self.table.name == "scaling":
             summary["fits"] = self._scaling_fits(rows)
         (self.out / "table.json").write_text(json.dumps(summary, indent=2))
@@ -423,7 +428,9 @@ def markdown(summary):
     for ref in references:
         head += [f"RelaImpr vs {ref}", f"p (> {ref})"]
     head += ["wall s"]
-    lines = [f"### {summary['table']} on {summary['data']}{' (smoke)' if summary['smoke'] else ''}", "",
+    options = ", ".join(f"{k}={v}" for k, v in summary.get("data_options", {}).items())
+    lines = [f"### {summary['table']} on {summary['data']}{f' ({options})' if options else ''}"
+             f"{' (smoke)' if summary['smoke'] else ''}", "",
              f"Paper's claim: {summary['claims']}", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in sorted(summary["rows"], key=lambda r: -r["auc_mean"]):

@@ -117,6 +117,7 @@ def _reproduce(args):
     summary = reproduce(
         args.table, args.path, args.out, data=args.data, seeds=tuple(args.seeds) if args.seeds else None,
         grid=not args.no_grid, smoke=args.smoke, max_rows=args.max_rows, rows=args.row, epochs=args.epochs,
+        data_options=dict(args.data_options or []),
     )
     from zoo.recipes.reproduce import markdown
 
@@ -203,6 +204,8 @@ def _parser():
     reproduce.add_argument("--epochs", type=int, help="override the recipe's epochs")
     reproduce.add_argument("--no-grid", action="store_true", help="skip the recipe's validation grid")
     reproduce.add_argument("--smoke", action="store_true", help="tiny models, a few hundred rows, one seed")
+    reproduce.add_argument("--data-option", dest="data_options", type=_override, action="append", metavar="KEY=VALUE",
+                           help="a data set protocol option, e.g. sequence_length=50")
     reproduce.add_argument("--max-rows", type=int, help="rows of each split (default: all; smoke: 300)")
     reproduce.set_defaults(run=_reproduce)
 
