@@ -1,0 +1,12 @@
+"""Presets of `autoint`: name -> description and folder under saved/ (the first is the default).
+
+Parameters, training data and metrics are in each folder's metadata.json (`zoo.list_presets()`).
+Rebuilt by `python scripts/build_presets.py <name>`.
+"""
+
+PRESETS = {
+    "autoint": {
+        "description": "AutoInt, embedding 8, 2 interacting layers of 2 heads x 8, logistic output, trained on 40,000 simulated rows",
+        "path": "autoint",
+    },
+}
