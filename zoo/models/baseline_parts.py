@@ -1,5 +1,5 @@
 """Pieces shared by the SUAN paper's baselines (hstu, can, sim_soft, sim_hard, eta, twin): argument checks,
-the time gaps between candidates and behaviours, and the common prediction layer.
+the time gaps between candidates and behaviours, SIM's two stages, and the common prediction layer.
 
 SUAN §4.1.4 gives every compared model the same prediction layer (an MLP with Dice); here that is
 DIN's head: DiceMLP over [the model's interest vector(s), user, ctx, num] -> `pctr` [B, M].
@@ -11,6 +11,8 @@ from keras import ops
 
 from zoo.errors import ZooError
 from zoo.layers.dice_mlp import DiceMLP
+from zoo.layers.exact_search_unit import ExactSearchUnit
+from zoo.layers.top_k_behaviours import TopKBehaviours
 
 
 def check_size(model, name, value):
@@ -47,6 +49,16 @@ def time_gaps(inputs):
     hist_time = ops.convert_to_tensor(inputs["hist_time"])
     cand_time = ops.cast(inputs["cand_time"], hist_time.dtype)
     return cand_time[:, :, None] - hist_time[:, None, :]
+
+
+def search_then_attend(inputs, embedded, scores, allowed, k, num_heads, attention_dim, time_embedding_dim):
+    """SIM's two stages: the general search unit keeps each candidate's k best allowed behaviours by
+    `scores` [B, M, L] (TopKBehaviours), the exact search unit attends over them with their time gaps
+    (ExactSearchUnit). Returns U [B, M, H (D + d_t)]."""
+    picked, picked_allowed, indices = TopKBehaviours(k, name="general_search_unit")(scores, allowed, embedded["hist"])
+    gaps = ops.take_along_axis(time_gaps(inputs), indices, axis=2)  # [B, M, k]
+    esu = ExactSearchUnit(num_heads, attention_dim, time_embedding_dim, name="exact_search_unit")
+    return esu(embedded["cand"], picked, picked_allowed, gaps)
 
 
 def dice_head(parts, embedded, schema, mlp_units, dice_momentum):
