@@ -75,7 +75,13 @@ class OneTransBlock(keras.layers.Layer):
         h, k, f = self.num_heads, d // self.num_heads, self.ffn_units or 4 * d
         self.key_dim = k
 
-        def weight(name, shape, initializer="glorot_uniform"):
+        # Each NS-token's kernels start glorot-uniform like the shared ones (Keras' glorot would count
+        # the leading N axis into the fans: scale N undoes that).
+        per_token = keras.initializers.VarianceScaling(scale=n, mode="fan_avg", distribution="uniform")
+
+        def weight(name, shape, initializer=None):
+            if initializer is None:
+                initializer = per_token if name.startswith("ns_") else "glorot_uniform"
             return self.add_weight(shape=shape, initializer=initializer, name=name)
 
         # (shared S-token parameters, token-specific NS-token parameters with a leading N axis)
