@@ -1,0 +1,12 @@
+"""Presets of `eta`: name -> description and folder under saved/ (the first is the default).
+
+Parameters, training data and metrics are in each folder's metadata.json (`zoo.list_presets()`).
+Rebuilt by `python scripts/build_presets.py <name>`.
+"""
+
+PRESETS = {
+    "eta": {
+        "description": "ETA, 32-bit SimHash, k 10, 2 heads of 16, MLP (64, 32), trained on 40,000 simulated rows",
+        "path": "eta",
+    },
+}
