@@ -1,0 +1,13 @@
+"""Presets of `bst`: name -> description and folder under saved/ (the first is the default).
+
+Parameters, training data and metrics are in each folder's metadata.json (`zoo.list_presets()`).
+Rebuilt by `python scripts/build_presets.py <name>`.
+"""
+
+PRESETS = {
+    "bst": {
+        "description": "BST, 1 block, 2 heads, time-gap positions 8, MLP (64, 32), "
+        "trained on 40,000 simulated rows",
+        "path": "bst",
+    },
+}
