@@ -52,7 +52,8 @@ class FieldTokensTest(TestCase):
         scale = np.random.RandomState(2).normal(size=(2, K)).astype("float32")
         layer.set_weights([scale])
         self.assertEqual(
-            layer.field_keys, ["cand_item_id", "hist_item_id", "hist_behavior", "user_age", "ctx_hour", "num_price", "num_clicks"]
+            layer.field_keys,
+            ["cand_item_id", "hist_item_id", "hist_behavior", "user_age", "ctx_hour", "num_price", "num_clicks"],
         )
         expected = np.zeros((3, 2, 7, K), "float32")
         for b in range(3):

@@ -28,8 +28,9 @@ class SENET(keras.layers.Layer):
     def build(self, fields_shape):
         f = int(fields_shape[-2])
         reduced = max(1, f // self.reduction_ratio)
-        self.squeeze_kernel = self.add_weight(name="squeeze_kernel", shape=(f, reduced), initializer="glorot_uniform")  # W_1
-        self.excite_kernel = self.add_weight(name="excite_kernel", shape=(reduced, f), initializer="glorot_uniform")  # W_2
+        add = lambda name, shape: self.add_weight(name=name, shape=shape, initializer="glorot_uniform")  # noqa: E731
+        self.squeeze_kernel = add("squeeze_kernel", (f, reduced))  # W_1
+        self.excite_kernel = add("excite_kernel", (reduced, f))  # W_2
         self.built = True
 
     def call(self, fields):

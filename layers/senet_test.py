@@ -7,7 +7,9 @@ from zoo.layers.senet import SENET
 class SENETTest(TestCase):
     def test_layer_basics(self):
         fields = np.random.RandomState(0).rand(2, 3, 7, 4).astype("float32")
-        layer, _ = self.run_layer_test(SENET, {"reduction_ratio": 3}, fields, (2, 3, 7, 4), expected_num_trainable_weights=2)
+        layer, _ = self.run_layer_test(
+            SENET, {"reduction_ratio": 3}, fields, (2, 3, 7, 4), expected_num_trainable_weights=2
+        )
         self.assertEqual(tuple(layer.squeeze_kernel.shape), (7, 2))
 
     def test_matches_fibinet_equations_3_to_6(self):

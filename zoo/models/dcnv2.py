@@ -3,7 +3,14 @@ from keras import ops
 from keras_rs.layers import FeatureCross
 
 from zoo.layers.dice_mlp import DiceMLP
-from zoo.models.interaction_parts import check_choice, check_momentum, check_size, check_units, field_tokens, flatten_fields
+from zoo.models.interaction_parts import (
+    check_choice,
+    check_momentum,
+    check_size,
+    check_units,
+    field_tokens,
+    flatten_fields,
+)
 from zoo.models.zoo_model import ZooModel
 from zoo.registry import register
 from zoo.schema import Schema

@@ -55,7 +55,13 @@ class FiBiNET(ZooModel):
     """
 
     def __init__(
-        self, schema, reduction_ratio=3, bilinear_type="field-interaction", mlp_units=(200, 80), dice_momentum=0.99, **kwargs
+        self,
+        schema,
+        reduction_ratio=3,
+        bilinear_type="field-interaction",
+        mlp_units=(200, 80),
+        dice_momentum=0.99,
+        **kwargs,
     ):
         reduction_ratio = check_size("fibinet", "reduction_ratio", reduction_ratio)
         bilinear_type = check_choice("fibinet", "bilinear_type", bilinear_type, TYPES)

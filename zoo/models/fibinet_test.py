@@ -21,7 +21,8 @@ class FiBiNETTest(TestCase):
                 pctr = model.predict(features, verbose=0)
                 self.assertEqual(pctr.shape, (8, 1))
                 self.assertTrue(np.all((pctr > 0) & (pctr < 1)))
-                self.assertEqual(model.get_layer("mlp").weights[0].shape, (2 * 55 * 8, 8))  # f = 11: 55 pairs, p and q
+                # f = 11 fields: 55 pairs, for p and for q
+                self.assertEqual(model.get_layer("mlp").weights[0].shape, (2 * 55 * 8, 8))
 
     def test_no_leakage(self):
         self.run_leakage_test("fibinet", bilinear_type="field-each", **SMALL)
@@ -30,7 +31,10 @@ class FiBiNETTest(TestCase):
         schema = small_simulator().schema
         for kwargs, message in (
             ({"reduction_ratio": 0}, "reduction_ratio is 0"),
-            ({"bilinear_type": "field_all"}, "bilinear_type is 'field_all'; it must be one of 'field-all', 'field-each', 'field-interaction'"),
+            (
+                {"bilinear_type": "field_all"},
+                "bilinear_type is 'field_all'; it must be one of 'field-all', 'field-each', 'field-interaction'",
+            ),
             ({"mlp_units": (8, 0)}, "mlp_units is 0"),
             ({"dice_momentum": 1.5}, "dice_momentum is 1.5"),
         ):

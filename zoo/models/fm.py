@@ -15,7 +15,7 @@ from zoo.schema import Schema
 )
 @keras.saving.register_keras_serializable(package="zoo")
 class FM(ZooModel):
-    """FM, the shallow baseline of DeRes' introduction (and the FM bar of the MovieLens comparison).
+    """FM, the shallowest feature-interaction model DeRes' introduction names (FM, DeepFM, DCN-v2).
 
     Rendle 2010, eq 1, over the F fields of each candidate (FieldTokens):
 
