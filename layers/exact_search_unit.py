@@ -49,7 +49,8 @@ class ExactSearchUnit(keras.layers.Layer):
                             ("time_embedding_dim", time_embedding_dim)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ZooError(f"ExactSearchUnit {name} is {value!r}; it must be an integer >= 1")
-        if isinstance(num_time_buckets, bool) or not isinstance(num_time_buckets, int) or not 2 <= num_time_buckets <= 32:
+        buckets = num_time_buckets
+        if isinstance(buckets, bool) or not isinstance(buckets, int) or not 2 <= buckets <= 32:
             raise ZooError(f"ExactSearchUnit num_time_buckets is {num_time_buckets!r}; it must be an integer in 2..32")
         self.num_heads = num_heads
         self.attention_dim = attention_dim
@@ -65,7 +66,9 @@ class ExactSearchUnit(keras.layers.Layer):
         self.query_kernel = self.add_weight(
             name="query_kernel", shape=(int(candidates_shape[-1]), self.num_heads, self.attention_dim), initializer=init
         )
-        self.key_kernel = self.add_weight(name="key_kernel", shape=(width, self.num_heads, self.attention_dim), initializer=init)
+        self.key_kernel = self.add_weight(
+            name="key_kernel", shape=(width, self.num_heads, self.attention_dim), initializer=init
+        )
         self.time_embedding.build(None)
         self.built = True
 

@@ -48,7 +48,8 @@ class TWINAttention(keras.layers.Layer):
     def build(self, candidates_shape, inherent_shape=None, cross_shape=None, visible_shape=None):
         h, dk, width = self.num_heads, self.head_dim, int(inherent_shape[-1])
         init = keras.initializers.GlorotUniform()
-        self.query_kernel = self.add_weight(name="query_kernel", shape=(int(candidates_shape[-1]), h, dk), initializer=init)
+        query_shape = (int(candidates_shape[-1]), h, dk)
+        self.query_kernel = self.add_weight(name="query_kernel", shape=query_shape, initializer=init)
         self.key_kernel = self.add_weight(name="key_kernel", shape=(width, h, dk), initializer=init)
         self.value_kernel = self.add_weight(name="value_kernel", shape=(width, h, dk), initializer=init)
         self.cross_kernel = self.add_weight(name="cross_kernel", shape=(int(cross_shape[-1]), h), initializer=init)

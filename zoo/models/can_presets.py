@@ -6,7 +6,7 @@ Rebuilt by `python scripts/build_presets.py <name>`.
 
 PRESETS = {
     "can": {
-        "description": "CAN on DIN, micro-MLP (8, 4), feed 16, 3 orders, MLP (64, 32), trained on 40,000 simulated rows",
+        "description": "CAN on DIN, micro-MLP (8, 4), 3 orders, MLP (64, 32), trained on 40,000 simulated rows",
         "path": "can",
     },
 }

@@ -71,7 +71,9 @@ class SIMHard(ZooModel):
         same_category = ops.equal(inputs["hist_category"][:, None, :], inputs["cand_category"][:, :, None])
         allowed = ops.logical_and(embedded["hist_visible"], same_category)  # [B, M, L]
         recency = ops.zeros_like(allowed, dtype="float32") + ops.arange(schema.sequence_length, dtype="float32")
-        interest = search_then_attend(inputs, embedded, recency, allowed, k, num_heads, attention_dim, time_embedding_dim)
+        interest = search_then_attend(
+            inputs, embedded, recency, allowed, k, num_heads, attention_dim, time_embedding_dim
+        )
         pctr = dice_head([interest, embedded["cand"]], embedded, schema, mlp_units, dice_momentum)
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)
         self.schema = schema
