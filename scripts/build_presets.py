@@ -108,6 +108,18 @@ PRESETS = {
     },
 }
 
+# The papers' baselines (issue #14): small presets on the simulator, one recipe for all.
+BASELINES = {
+    "fm": {},
+    "deepfm": {"mlp_units": (64, 32)},
+    "dcnv2": {"num_cross_layers": 2, "structure": "parallel", "mlp_units": (64, 32)},
+    "autoint": {"num_layers": 2, "num_heads": 2, "head_dim": 8, "mlp_units": (64, 32)},
+    "fibinet": {"reduction_ratio": 3, "bilinear_type": "field-interaction", "mlp_units": (64, 32)},
+}
+for _name, _hyperparameters in BASELINES.items():
+    PRESETS[_name] = {"simulator": {}, "hyperparameters": _hyperparameters, "rows": 40_000, "epochs": 3,
+                      "learning_rate": 3e-3}
+
 
 def build(name, spec):
     keras.utils.set_random_seed(0)

@@ -14,4 +14,9 @@ SMALL = {
     "denseformer": {"num_layers": 2, "width": 8, "num_heads": 2},
     "suan": {"num_layers": 1, "num_heads": 2, "mlp_units": (8,)},
     "lightsuan": {"num_layers": 1, "num_heads": 2, "mlp_units": (8,), "window_size": 2, "dilation": 2, "parallel_candidates": 4},
+    "fm": {},
+    "deepfm": {"mlp_units": (8,)},
+    "dcnv2": {"num_cross_layers": 2, "mlp_units": (8,)},
+    "autoint": {"num_layers": 1, "num_heads": 2, "head_dim": 4},
+    "fibinet": {"mlp_units": (8,)},
 }

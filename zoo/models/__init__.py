@@ -10,3 +10,8 @@ from zoo.models.deres_s import DeResS
 from zoo.models.suan import SUAN
 from zoo.models.lightsuan import LightSUAN
 from zoo.models.rest import ReST
+from zoo.models.fm import FM
+from zoo.models.deepfm import DeepFM
+from zoo.models.dcnv2 import DCNV2
+from zoo.models.autoint import AutoInt
+from zoo.models.fibinet import FiBiNET
