@@ -32,15 +32,16 @@ class CausalTransformerBlock(keras.layers.Layer):
         norm_position="post":  Y = N_1(X + Dropout(MH(X))),     X' = N_2(Y + Dropout(FFN(Y)))
     and FFN one of
         "gelu":        GELU(x W_1 + b_1) W_2 + b_2       (exact erf GELU)
-        "relu":        ReLU(x W_1 + b_1) W_2 + b_2       (SASRec eq 4, its point-wise FFN)
-        "leaky_relu":  LeakyReLU(x W_1 + b_1) W_2 + b_2  (BST §2.3; slope 0.2, Keras' default: BST names none)
+        "relu":        ReLU(x W_1 + b_1) W_2 + b_2       (SASRec §3.2, its point-wise FFN)
+        "leaky_relu":  LeakyReLU(x W_1 + b_1) W_2 + b_2  (BST's FFN; slope 0.2, Keras' default: BST names none)
         "swiglu":      (SiLU(x W_1) ⊙ x W_3) W_2          (LLaMA; the zoo's SwiGLU layer, no biases)
 
     The baselines built from it: the ReST "Trans." baseline (pre, LayerNorm, GELU, RoPE), LLaMA (pre,
-    RMSNorm, SwiGLU, RoPE, no biases), SASRec (pre, LayerNorm, ReLU: SASRec §3.3 writes
-    g(x) = x + Dropout(g(LayerNorm(x)))), BST (post, LayerNorm, LeakyReLU: BST eq 3-4). Where those
-    papers are silent: no dropout on the attention probabilities (residual dropout only), the biases of
-    Q, K, V, O and the dense FFN follow `use_bias`, LayerNorm/RMSNorm epsilon 1e-6.
+    RMSNorm, SwiGLU, RoPE, no biases), SASRec (pre, LayerNorm, ReLU: SASRec's stacked blocks are
+    g(x) = x + Dropout(g(LayerNorm(x)))), BST (post, LayerNorm, LeakyReLU: BST's
+    S' = LayerNorm(S + Dropout(MH(S))), F = LayerNorm(S' + Dropout(LeakyReLU(S'W^(1) + b^(1))W^(2) + b^(2)))).
+    Where those papers are silent: no dropout on the attention probabilities (residual dropout only), the
+    biases of Q, K, V, O and the dense FFN follow `use_bias`, LayerNorm/RMSNorm epsilon 1e-6.
 
     Args:
         num_heads: H; the input width d must be divisible by H (d_h = d / H).
@@ -109,7 +110,9 @@ class CausalTransformerBlock(keras.layers.Layer):
             )
         H, K = self.num_heads, width // self.num_heads
         if self.rope and K % 2:
-            raise ZooError(f"CausalTransformerBlock: RoPE needs an even head width, got {K} (width {width} / {H} heads)")
+            raise ZooError(
+                f"CausalTransformerBlock: RoPE needs an even head width, got {K} (width {width} / {H} heads)"
+            )
         self.head_dim = K
 
         def weight(name, shape, initializer="glorot_uniform"):

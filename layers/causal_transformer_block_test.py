@@ -57,7 +57,8 @@ def reference(x, valid, w, variant):
             a = v @ w["gate_kernel"]
             return (a * sigmoid(a) * (v @ w["up_kernel"])) @ w["down_kernel"]
         h = v @ w["hidden_kernel"] + w["hidden_bias"]
-        h = {"gelu": gelu, "relu": lambda z: np.maximum(z, 0), "leaky_relu": lambda z: np.where(z > 0, z, 0.2 * z)}[ffn](h)
+        leaky_relu = lambda z: np.where(z > 0, z, 0.2 * z)  # noqa: E731
+        h = {"gelu": gelu, "relu": lambda z: np.maximum(z, 0), "leaky_relu": leaky_relu}[ffn](h)
         return h @ w["out_kernel"] + w["out_bias"]
 
     attend = lambda v: causal_attention(v, valid, w, variant["rope"], variant["use_bias"])  # noqa: E731
@@ -76,9 +77,10 @@ def randomize(layer, seed):
         if variable.path.endswith(("gamma", "scale")):
             value += 1.0
         variable.assign(value.astype("float32"))
-    w = {name: to_numpy(getattr(layer, name)) for name in ("query_kernel", "key_kernel", "value_kernel", "output_kernel")}
+    names = ("query_kernel", "key_kernel", "value_kernel", "output_kernel")
     if layer.use_bias:
-        w.update({name: to_numpy(getattr(layer, name)) for name in ("query_bias", "key_bias", "value_bias", "output_bias")})
+        names += ("query_bias", "key_bias", "value_bias", "output_bias")
+    w = {name: to_numpy(getattr(layer, name)) for name in names}
     for which, norm in (("attention", layer.attention_norm), ("ffn", layer.ffn_norm)):
         if layer.norm == "rms":
             w[f"{which}_scale"] = to_numpy(norm.scale)
@@ -150,4 +152,5 @@ class CausalTransformerBlockTest(TestCase):
         with self.assertRaisesRegex(ZooError, "width 8 is not divisible by num_heads 3"):
             CausalTransformerBlock(num_heads=3, ffn_dim=4)(np.zeros((1, 2, 8), "float32"), np.ones((1, 2), bool))
         with self.assertRaisesRegex(ZooError, "RoPE needs an even head width"):
-            CausalTransformerBlock(num_heads=2, ffn_dim=4, rope=True)(np.zeros((1, 2, 6), "float32"), np.ones((1, 2), bool))
+            block = CausalTransformerBlock(num_heads=2, ffn_dim=4, rope=True)
+            block(np.zeros((1, 2, 6), "float32"), np.ones((1, 2), bool))

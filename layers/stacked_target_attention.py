@@ -9,7 +9,8 @@ from zoo.layers.target_cross_attention import TargetCrossAttention
 @keras.saving.register_keras_serializable(package="zoo")
 class StackedTargetAttention(keras.layers.Layer):
     """STCA, stacked target-to-history cross attention (Guan et al., "Make It Long, Keep It Fast: End-to-End
-    10k-Sequence Modeling at Billion Scale on Douyin", ByteDance 2025, §3; ReST's "STCA" baseline).
+    10k-Sequence Modeling at Billion Scale on Douyin", ByteDance, arXiv:2511.06077, 2025; ReST's "STCA"
+    baseline).
 
     No self-attention over the history: the target is the only query, and N stacked layers refine it.
     With X [L, d] the behaviour tokens and x_t [d] the target token:

@@ -6,7 +6,8 @@ from zoo.errors import ZooError
 
 @keras.saving.register_keras_serializable(package="zoo")
 class TimeGapEmbedding(keras.layers.Layer):
-    """BST's positional feature (Chen et al. 2019, §2.2): the time gap to the target, bucketed and embedded.
+    """BST's positional feature (Chen et al. 2019, the embedding layer): the time gap to the target, bucketed
+    and embedded.
 
         pos(v_i) = t(v_t) - t(v_i)                    (seconds; v_t the target item, pos(v_t) = 0)
         bucket(Δ) = 0                                 for Δ < 1 (the target itself)

@@ -24,9 +24,9 @@ class BST(ZooModel):
 
     For each candidate m, the sequence [v_1, ..., v_L, v_t = m] of width w = D + d_p:
 
-        E_i = [e_i ; p_i],   p_i = P[bucket(t(v_t) - t(v_i))]      (§2.2; TimeGapEmbedding, pos(v_t) = 0)
-        S = LN(E + Dropout(MH(E)))                                  (eq 3, causal: see below)
-        F = LN(S + Dropout(LeakyReLU(S W^(1) + b^(1)) W^(2) + b^(2)))   (eq 4)
+        E_i = [e_i ; p_i],   p_i = P[bucket(t(v_t) - t(v_i))]      (TimeGapEmbedding, pos(v_t) = 0)
+        S = LN(E + Dropout(MH(E)))                                  (MH causal: see below)
+        F = LN(S + Dropout(LeakyReLU(S W^(1) + b^(1)) W^(2) + b^(2)))
         then pctr_m = sigmoid(DiceMLP([F_t, mean of F_i over the visible v_i, e_m, user, ctx, num]))
 
     (CausalTransformerBlock, norm_position="post", norm="layer", ffn="leaky_relu".) Sizes from the

@@ -30,11 +30,11 @@ def last_visible(states, visible):
 class SASRec(ZooModel):
     """SASRec as a ranking baseline (DeRes Table 2). Output `pctr` [B, M].
 
-        Ê = [e_1 M + P_1; ...; e_L M + P_L]          (eq 1: item embedding M, learned positions P)
-        S^b = SA(LN(.)) and F^b = FFN(LN(.)) with residuals and dropout, b = 1..num_layers   (eq 2-6, §3.3)
+        Ê = [e_1 M + P_1; ...; e_L M + P_L]          (§3.1: item embedding M, learned positions P)
+        S^b = SA(F^{b-1}), F^b = FFN(S^b), each as g(x) = x + Dropout(g(LN(x))), b = 1..num_layers  (§3.2-3.3)
         F = LN(F^B)
         F_m = the row of F at the newest behaviour visible to candidate m (0 when none is)
-        r_m = F_m · (e_m M)                           (eq 7: the relevance of item m after that prefix)
+        r_m = F_m · (e_m M)                           (§3.4, shared item embedding: item m's relevance)
         pctr_m = sigmoid(DiceMLP([F_m, e_m M, r_m, user, ctx, num]))
 
     SA is causal single- or multi-head self-attention, FFN(x) = ReLU(x W_1 + b_1) W_2 + b_2 with
@@ -43,7 +43,8 @@ class SASRec(ZooModel):
 
     Decisions where the paper is silent or the zoo decides:
     - Tokens: a behaviour's fields' embeddings concatenated (FeatureEmbedding) times M, a bias-free
-      Dense_d shared with the candidates, so M plays SASRec's shared item embedding in eq 1 and eq 7.
+      Dense_d shared with the candidates, so M plays SASRec's shared item embedding in the input (§3.1)
+      and in the prediction (§3.4).
     - Positions: P over the slots of the left-padded history (the newest behaviour always at L - 1),
       as SASRec's own code indexes them; no sqrt(d) scaling of the embeddings (the code's, not the
       paper's); padding is never attended to, so it is not zeroed after each block.

@@ -28,7 +28,8 @@ class SASRecTest(TestCase):
     def test_each_candidate_reads_its_newest_visible_behaviour(self):
         states = np.arange(2 * 4 * 3, dtype="float32").reshape(2, 4, 3)
         visible = np.array(
-            [[[False, True, True, False], [False, False, False, False]], [[True, True, True, True], [True, False, False, False]]]
+            [[[False, True, True, False], [False, False, False, False]],
+             [[True, True, True, True], [True, False, False, False]]]
         )
         got = to_numpy(last_visible(ops.convert_to_tensor(states), ops.convert_to_tensor(visible)))
         expected = np.stack([np.stack([states[0, 2], np.zeros(3)]), np.stack([states[1, 3], states[1, 0]])])
