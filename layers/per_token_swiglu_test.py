@@ -1,7 +1,7 @@
 import numpy as np
 
 from tests.references import sigmoid
-from tests.testing import LayerRunner, TestCase
+from tests.testing import LayerRunner, TestCase, to_numpy
 from zoo.errors import ZooError
 from zoo.layers.per_token_swiglu import PerTokenSwiGLU
 
@@ -31,7 +31,7 @@ class PerTokenSwiGLUTest(TestCase):
         # each token's initial weights have the variance of one glorot-uniform D x kD matrix
         fresh = PerTokenSwiGLU(expansion=8)
         fresh(np.zeros((1, 16, 32), "float32"))
-        self.assertAlmostEqual(float(np.var(np.asarray(fresh.gate_kernel))), 2 / (32 + 256), delta=2e-4)
+        self.assertAlmostEqual(float(np.var(to_numpy(fresh.gate_kernel))), 2 / (32 + 256), delta=2e-4)
 
     def test_bad_arguments(self):
         with self.assertRaisesRegex(ZooError, "expansion is 0"):

@@ -63,7 +63,7 @@ class TokenMixerLarge(ZooModel):
     Each candidate is scored by its own pass (rows b * M + m); candidates never see each other and a
     candidate reads the history only through its own hist_visible mask.
 
-    Sizes: L = 6, D = 128, H = 8, k = 2, pSwiGLU hidden 4x (the public re-implementation's defaults;
+    Sizes: L = 6, D = 128, H = 8, k = 2, pSwiGLU hidden 4x (the settings of a public re-implementation;
     the paper's production models are 7-15B parameters). Decisions where the paper is silent or that
     the zoo changes:
     - Dense per-token SwiGLUs, not the Sparse-Pertoken MoE (§3.4), which exists to reach billions

@@ -6,7 +6,7 @@ Rebuilt by `python scripts/build_presets.py <name>`.
 
 PRESETS = {
     "tokenmixer_large": {
-        "description": "TokenMixer-Large, L 2, D 16, H 4, MLP (64, 32), trained on 40,000 simulated rows",
+        "description": "TokenMixer-Large, L 2, D 32, H 4, MLP (64, 32), trained on 40,000 simulated rows",
         "path": "tokenmixer_large",
     },
 }

@@ -1,0 +1,12 @@
+"""Presets of `unimixer`: name -> description and folder under saved/ (the first is the default).
+
+Parameters, training data and metrics are in each folder's metadata.json (`zoo.list_presets()`).
+Rebuilt by `python scripts/build_presets.py <name>`.
+"""
+
+PRESETS = {
+    "unimixer": {
+        "description": "UniMixer, L 2, D 32, block 16, MLP (64, 32), trained on 40,000 simulated rows",
+        "path": "unimixer",
+    },
+}
