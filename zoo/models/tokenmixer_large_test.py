@@ -14,15 +14,14 @@ class TokenMixerLargeTest(TestCase):
         simulator = small_simulator()
         features, _ = simulator.sample(8, seed=0)
         model = zoo.get("tokenmixer_large", schema=simulator.schema, **{**SMALL, "num_layers": 3})
-        pctr = model.predict(features, verbose=0)
-        self.assertEqual(pctr.shape, (8, 1))
-        self.assertTrue(np.all((pctr > 0) & (pctr < 1)))
         # T = 1 global + 5 groups (candidate, history, user, context, numerics); L = 3, k = 2: only layer 2
         # takes an inter-layer residual (X_2 + X_0), the last layer none.
         blocks = [model.get_layer(f"block_{l}") for l in (1, 2, 3)]
         self.assertEqual(tuple(blocks[0].input.shape[1:]), (6, 8))
-        probe = keras.Model(model.input, [blocks[0].input, blocks[1].input, blocks[1].output, blocks[2].input, blocks[2].output])
-        x0, x1, block_2, x2, _ = probe.predict(features, verbose=0)
+        probe = keras.Model(model.input, [model.output, blocks[0].input, blocks[1].input, blocks[1].output, blocks[2].input])
+        pctr, x0, x1, block_2, x2 = probe.predict(features, verbose=0)
+        self.assertEqual(pctr.shape, (8, 1))
+        self.assertTrue(np.all((pctr > 0) & (pctr < 1)))
         self.assertAllClose(x2, block_2 + x0, atol=1e-5)  # X_2 = Block_2(X_1) + X_0
         self.assertFalse(np.allclose(x1, x0))
 
