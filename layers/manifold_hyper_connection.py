@@ -71,7 +71,10 @@ class ManifoldHyperConnection(keras.layers.Layer):
 
     def __init__(self, expansion_rate=4, sinkhorn_iterations=20, gating_init=0.01, epsilon=1e-6, **kwargs):
         super().__init__(**kwargs)
-        for name, value, low in (("expansion_rate", expansion_rate, 2), ("sinkhorn_iterations", sinkhorn_iterations, 1)):
+        for name, value, low in (
+            ("expansion_rate", expansion_rate, 2),
+            ("sinkhorn_iterations", sinkhorn_iterations, 1),
+        ):
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ZooError(f"ManifoldHyperConnection {name} is {value!r}; it must be an integer >= {low}")
         self.expansion_rate = expansion_rate

@@ -72,7 +72,9 @@ class MHCStack(keras.layers.Layer):
                 "attention_connection": ManifoldHyperConnection(
                     self.expansion_rate, self.sinkhorn_iterations, name=f"attention_connection_{l}", dtype=policy
                 ),
-                "attention_norm": keras.layers.LayerNormalization(epsilon=1e-6, name=f"attention_norm_{l}", dtype=policy),
+                "attention_norm": keras.layers.LayerNormalization(
+                    epsilon=1e-6, name=f"attention_norm_{l}", dtype=policy
+                ),
                 "attention": keras.layers.MultiHeadAttention(
                     self.num_heads, c // self.num_heads, name=f"attention_{l}", dtype=policy
                 ),

@@ -13,7 +13,9 @@ def inputs():
 
 
 def connection_weights(connection):
-    names = ("phi_pre", "phi_post", "phi_res", "alpha_pre", "alpha_post", "alpha_res", "bias_pre", "bias_post", "bias_res")
+    names = (
+        "phi_pre", "phi_post", "phi_res", "alpha_pre", "alpha_post", "alpha_res", "bias_pre", "bias_post", "bias_res"
+    )
     return [to_numpy(getattr(connection, name)).astype("float64") for name in names]
 
 

@@ -141,7 +141,8 @@ class OneTransBlock(keras.layers.Layer):
         ns_attended = ops.einsum("bmnhk,nhkd->bmnd", ns_heads, self.ns_output_kernel) + self.ns_output_bias
         zn = ns + ns_attended
         hn = self._rms_norm(zn, self.ns_ffn_scale)  # mixed FFN, NS side
-        hn = ops.gelu(ops.einsum("bmnd,ndf->bmnf", hn, self.ns_ffn_hidden_kernel) + self.ns_ffn_hidden_bias, approximate=False)
+        hn = ops.einsum("bmnd,ndf->bmnf", hn, self.ns_ffn_hidden_kernel) + self.ns_ffn_hidden_bias
+        hn = ops.gelu(hn, approximate=False)
         ns_out = zn + ops.einsum("bmnf,nfd->bmnd", hn, self.ns_ffn_output_kernel) + self.ns_ffn_output_bias
         if not self.sequence_queries:
             return s, ns_out

@@ -42,9 +42,12 @@ def onetrans_reference(block, s, ns, s_valid, visible):
             x = np.concatenate([s[b], ns[b, m]]).astype("float64")  # [L + N, d]
             total = length + n
             h = np.stack([rms_norm(x[i], param("attention_scale", i)) for i in range(total)])
-            q = {i: np.einsum("d,dhk->hk", h[i], param("query_kernel", i)) + param("query_bias", i) for i in queries}
-            k = np.stack([np.einsum("d,dhk->hk", h[i], param("key_kernel", i)) + param("key_bias", i) for i in range(total)])
-            v = np.stack([np.einsum("d,dhk->hk", h[i], param("value_kernel", i)) + param("value_bias", i) for i in range(total)])
+            def project(name, i):
+                return np.einsum("d,dhk->hk", h[i], param(f"{name}_kernel", i)) + param(f"{name}_bias", i)
+
+            q = {i: project("query", i) for i in queries}
+            k = np.stack([project("key", i) for i in range(total)])
+            v = np.stack([project("value", i) for i in range(total)])
             z = np.array(x)
             for i in queries:
                 keys = [
@@ -60,7 +63,8 @@ def onetrans_reference(block, s, ns, s_valid, visible):
                 z[i] = x[i] + np.einsum("hk,hkd->d", heads_i, param("output_kernel", i)) + param("output_bias", i)
             out = np.array(x)
             for i in queries:
-                hidden = gelu(rms_norm(z[i], param("ffn_scale", i)) @ param("ffn_hidden_kernel", i) + param("ffn_hidden_bias", i))
+                normed = rms_norm(z[i], param("ffn_scale", i))
+                hidden = gelu(normed @ param("ffn_hidden_kernel", i) + param("ffn_hidden_bias", i))
                 out[i] = z[i] + hidden @ param("ffn_output_kernel", i) + param("ffn_output_bias", i)
             s_out[b] = out[:length]  # the same for every m: the S side never reads an NS-token
             ns_out[b, m] = out[length:]

@@ -54,7 +54,9 @@ class TokenMixerLargeBlock(keras.layers.Layer):
     def build(self, x_shape):
         t, d = x_shape[1], x_shape[2]
         if d % self.num_heads:
-            raise ZooError(f"TokenMixerLargeBlock token width D = {d} is not divisible by num_heads H = {self.num_heads}")
+            raise ZooError(
+                f"TokenMixerLargeBlock token width D = {d} is not divisible by num_heads H = {self.num_heads}"
+            )
         mixed_shape = (x_shape[0], self.num_heads, t * d // self.num_heads)
         self.mix_norm.build(mixed_shape)
         self.mix_ffn.build(mixed_shape)

@@ -33,7 +33,8 @@ class TokenMixerLargeBlockTest(TestCase):
         x64 = x.astype("float64")
         h = mixing_reference(x64, 2)  # [B, 2, 12]
         h = per_token_swiglu_reference(
-            rms_norm(h) * w["mix_norm/scale"], w["mix_ffn/gate_kernel"], w["mix_ffn/up_kernel"], w["mix_ffn/down_kernel"]
+            rms_norm(h) * w["mix_norm/scale"],
+            w["mix_ffn/gate_kernel"], w["mix_ffn/up_kernel"], w["mix_ffn/down_kernel"],
         ) + h
         reverted = revert_reference(h, 3)
         expected = per_token_swiglu_reference(

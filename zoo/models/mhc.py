@@ -14,8 +14,10 @@ def check_positive_int(model, name, value, low=1):
 
 @register(
     "mhc",
-    description="mHC: manifold-constrained hyper-connections (n residual streams, Sinkhorn-projected mixing) on DeRes' CTR Transformer backbone",
-    paper="Xie et al., mHC: Manifold-Constrained Hyper-Connections (DeepSeek, 2025), as re-implemented for CTR in DeRes (Table 2 baseline)",
+    description="mHC: manifold-constrained hyper-connections (n residual streams, Sinkhorn-projected mixing) "
+    "on DeRes' CTR Transformer backbone",
+    paper="Xie et al., mHC: Manifold-Constrained Hyper-Connections (DeepSeek, 2025), as re-implemented for CTR in "
+    "DeRes (Table 2 baseline)",
 )
 @keras.saving.register_keras_serializable(package="zoo")
 class MHC(ZooModel):
@@ -46,7 +48,15 @@ class MHC(ZooModel):
     """
 
     def __init__(
-        self, schema, num_layers=8, width=128, num_heads=4, expansion_rate=4, sinkhorn_iterations=20, dropout=0.1, **kwargs
+        self,
+        schema,
+        num_layers=8,
+        width=128,
+        num_heads=4,
+        expansion_rate=4,
+        sinkhorn_iterations=20,
+        dropout=0.1,
+        **kwargs,
     ):
         check_positive_int("mhc", "num_layers", num_layers)
         check_positive_int("mhc", "width", width)

@@ -17,8 +17,10 @@ def check_positive_int(name, value):
 
 @register(
     "onetrans",
-    description="OneTrans: one causal Transformer over behaviour tokens then feature tokens, shared weights for behaviours, token-specific weights for features",
-    paper="Zhang et al., OneTrans: Unified Feature Interaction and Sequence Modeling with One Transformer in Industrial Recommender (ByteDance, WWW 2026)",
+    description="OneTrans: one causal Transformer over behaviour tokens then feature tokens, shared weights for "
+    "behaviours, token-specific weights for features",
+    paper="Zhang et al., OneTrans: Unified Feature Interaction and Sequence Modeling with One Transformer in "
+    "Industrial Recommender (ByteDance, WWW 2026)",
 )
 @keras.saving.register_keras_serializable(package="zoo")
 class OneTrans(ZooModel):
@@ -118,7 +120,8 @@ class OneTrans(ZooModel):
             block = OneTransBlock(num_heads, sequence_queries=l < num_layers - 1, name=f"block_{l}")
             s, ns = block(s, ns, embedded["hist_valid"], embedded["hist_visible"])
         ns = keras.layers.RMSNormalization(epsilon=1e-6, name="final_norm")(ns)
-        logit = DiceMLP(mlp_units, dice_momentum=dice_momentum, name="mlp")(ops.reshape(ns, (-1, m, num_ns_tokens * width)))
+        head = DiceMLP(mlp_units, dice_momentum=dice_momentum, name="mlp")
+        logit = head(ops.reshape(ns, (-1, m, num_ns_tokens * width)))
         pctr = keras.layers.Activation("sigmoid", name="pctr")(ops.squeeze(logit, axis=-1))
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)
         self.schema = schema

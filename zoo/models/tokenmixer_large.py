@@ -40,8 +40,10 @@ def candidate_groups(schema, embedded, attention_units):
 
 @register(
     "tokenmixer_large",
-    description="TokenMixer-Large: semantic-group tokens + a global token, mixing-and-reverting blocks with per-token SwiGLU, inter-layer residuals",
-    paper="Jiang et al., TokenMixer-Large: Scaling Up Large Ranking Models in Industrial Recommenders (ByteDance, 2026); RankMixer (Zhu et al., CIKM 2025)",
+    description="TokenMixer-Large: semantic-group tokens + a global token, mixing-and-reverting blocks with "
+    "per-token SwiGLU, inter-layer residuals",
+    paper="Jiang et al., TokenMixer-Large: Scaling Up Large Ranking Models in Industrial Recommenders (ByteDance, "
+    "2026); RankMixer (Zhu et al., CIKM 2025)",
 )
 @keras.saving.register_keras_serializable(package="zoo")
 class TokenMixerLarge(ZooModel):

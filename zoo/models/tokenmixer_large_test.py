@@ -18,7 +18,9 @@ class TokenMixerLargeTest(TestCase):
         # takes an inter-layer residual (X_2 + X_0), the last layer none.
         blocks = [model.get_layer(f"block_{l}") for l in (1, 2, 3)]
         self.assertEqual(tuple(blocks[0].input.shape[1:]), (6, 8))
-        probe = keras.Model(model.input, [model.output, blocks[0].input, blocks[1].input, blocks[1].output, blocks[2].input])
+        probe = keras.Model(
+            model.input, [model.output, blocks[0].input, blocks[1].input, blocks[1].output, blocks[2].input]
+        )
         pctr, x0, x1, block_2, x2 = probe.predict(features, verbose=0)
         self.assertEqual(pctr.shape, (8, 1))
         self.assertTrue(np.all((pctr > 0) & (pctr < 1)))

@@ -18,7 +18,8 @@ def check_positive_int(name, value):
 
 @register(
     "unimixer",
-    description="UniMixer: learned doubly-stochastic block mixing (TokenMixer's permutation relaxed), per-token SwiGLU, SiameseNorm streams",
+    description="UniMixer: learned doubly-stochastic block mixing (TokenMixer's permutation relaxed), per-token "
+    "SwiGLU, SiameseNorm streams",
     paper="Ha et al., UniMixer: A Unified Architecture for Scaling Laws in Recommendation Systems (Kuaishou, 2026)",
 )
 @keras.saving.register_keras_serializable(package="zoo")
@@ -106,7 +107,8 @@ class UniMixer(ZooModel):
             )
             x, y = block(x, y)
         out = x + keras.layers.RMSNormalization(epsilon=1e-6, name="final_norm")(y)
-        logit = DiceMLP(mlp_units, dice_momentum=dice_momentum, name="mlp")(ops.reshape(ops.mean(out, axis=1), (-1, m, width)))
+        head = DiceMLP(mlp_units, dice_momentum=dice_momentum, name="mlp")
+        logit = head(ops.reshape(ops.mean(out, axis=1), (-1, m, width)))
         pctr = keras.layers.Activation("sigmoid", name="pctr")(ops.squeeze(logit, axis=-1))
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)
         self.schema = schema
