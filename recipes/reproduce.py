@@ -78,9 +78,9 @@ TABLES = {
         recipe="rest",
         rows=(
             Row("ReST", "rest", {"model_dim": 32, "num_heads": 4, "encoder_depth": 2, "decoder_depth": 2, **REST_HEAD}),
-            Row("Trans.", "transformer", {"model_dim": 32, "num_heads": 4, "num_layers": 2, **REST_HEAD}),
-            Row("LLaMA", "llama", {"model_dim": 32, "num_heads": 4, "num_layers": 2, **REST_HEAD}),
-            Row("HSTU", "hstu", {"model_dim": 32, "num_heads": 4, "num_layers": 2, **REST_HEAD}),
+            Row("Trans.", "transformer", {"width": 32, "num_heads": 4, "num_layers": 2, **REST_HEAD}),
+            Row("LLaMA", "llama", {"width": 32, "num_heads": 4, "num_layers": 2, **REST_HEAD}),
+            Row("HSTU", "hstu", {"num_layers": 2, "num_heads": 4, "attention_dim": 8, "linear_dim": 8, **REST_HEAD}),
             Row("DIN", "din", {"attention_units": (64, 32), **REST_HEAD}),
             Row("FM", "fm", {}),
         ),
@@ -232,6 +232,8 @@ class Reproduction:
                     hp[key] = (8,)
                 elif key in ("width", "model_dim"):
                     hp[key] = 8
+                elif key in ("attention_dim", "linear_dim"):
+                    hp[key] = 4
                 elif key in ("num_layers", "encoder_depth", "decoder_depth"):
                     hp[key] = 1
                 elif key == "num_blocks":

@@ -1,0 +1,90 @@
+"""Every registered model at its shipped preset's size: parameters, FLOPs per sample and training
+samples per second, in one run, so a user can pick by cost.
+
+    python benchmarks/model_cost.py                    # every model, L = 200, batch 256 (JAX)
+    python benchmarks/model_cost.py --models din rest suan --length 100
+
+Each model is built with its default preset's hyperparameters (saved/<model>/config.json) on the
+behaviour simulator's schema with histories of L behaviours (embedding 8, one candidate). FLOPs are
+XLA's own count (`cost_analysis()` of the jitted inference forward pass at the benchmark batch,
+divided by the batch): matrix products and elementwise work as XLA compiles them. Training
+samples/s: `train_on_batch` (Adam, binary cross-entropy) on one fixed batch, the median of `--steps`
+steps after two warm-up steps (compilation excluded; its time is printed separately). The last
+column is the ratio to DIN's samples/s measured in the same run.
+"""
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("KERAS_BACKEND", "jax")  # FLOPs come from XLA's cost analysis
+
+import jax  # noqa: E402
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+import zoo  # noqa: E402
+from zoo.datasets import BehaviourSimulator  # noqa: E402
+
+
+def preset_hyperparameters(name):
+    """The default preset's hyperparameters (its config without the schema)."""
+    config = zoo.get(name, weights=None).get_config()
+    return {k: v for k, v in config.items() if k not in ("schema", "name", "trainable", "dtype")}
+
+
+def xla_flops(model, features):
+    trainable = [v.value for v in model.trainable_variables]
+    non_trainable = [v.value for v in model.non_trainable_variables]
+
+    def forward(trainable, non_trainable, features):
+        return model.stateless_call(trainable, non_trainable, features, training=False)[0]
+
+    analysis = jax.jit(forward).lower(trainable, non_trainable, features).compile().cost_analysis()
+    if isinstance(analysis, (list, tuple)):
+        analysis = analysis[0]
+    return float(analysis.get("flops", float("nan")))
+
+
+def measure(name, simulator, batch_size, steps):
+    keras.utils.set_random_seed(0)
+    model = zoo.get(name, schema=simulator.schema, **preset_hyperparameters(name))
+    features, labels = simulator.sample(batch_size, seed=1)
+    flops = xla_flops(model, features) / batch_size
+    model.compile(optimizer="adam", loss="binary_crossentropy")
+    started = time.perf_counter()
+    model.train_on_batch(features, labels)
+    compile_seconds = time.perf_counter() - started
+    model.train_on_batch(features, labels)
+    times = []
+    for _ in range(steps):
+        started = time.perf_counter()
+        model.train_on_batch(features, labels)
+        times.append(time.perf_counter() - started)
+    return {"parameters": model.count_params(), "flops": flops, "samples_per_second": batch_size / np.median(times),
+            "compile_seconds": compile_seconds}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="*", help="registered models (default: all)")
+    parser.add_argument("--length", type=int, default=200, help="history length L (default 200)")
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--steps", type=int, default=5)
+    args = parser.parse_args()
+    names = args.models or zoo.registry.names()
+    if "din" not in names:
+        names = ["din"] + list(names)
+    simulator = BehaviourSimulator(sequence_length=args.length, timeline_length=args.length + 50, num_users=200)
+    print(f"backend {keras.backend.backend()}, L = {args.length}, batch {args.batch_size}, "
+          f"{os.cpu_count()} CPU cores; sizes of each model's default preset")
+    print(f"{'model':<18}{'parameters':>12}{'MFLOPs/sample':>15}{'samples/s':>11}{'compile s':>11}{'vs din':>8}")
+    rows = {name: measure(name, simulator, args.batch_size, args.steps) for name in names}
+    base = rows["din"]["samples_per_second"]
+    for name, row in rows.items():
+        print(f"{name:<18}{row['parameters']:>12,}{row['flops'] / 1e6:>15.2f}{row['samples_per_second']:>11.0f}"
+              f"{row['compile_seconds']:>11.1f}{row['samples_per_second'] / base:>8.2f}")
+
+
+if __name__ == "__main__":
+    main()
