@@ -6,6 +6,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from zoo.errors import ZooError
 from zoo.recipes import plots
 from zoo.recipes.metrics import auc, gauc, rela_impr
 
@@ -39,7 +40,10 @@ def evaluate(model, dataset, *, report_path=None, plots_dir=None, history=None, 
         "logloss": float(-np.mean(labels * np.log(clipped) + (1 - labels) * np.log(1 - clipped))),
     }
     if users is not None:
-        report["gauc"] = gauc(users, labels, scores)
+        try:
+            report["gauc"] = gauc(users, labels, scores)
+        except ZooError:  # no user has both a positive and a negative row (a tiny split): undefined
+            report["gauc"] = None
     if base_auc is not None:
         report["rela_impr"] = rela_impr(report["auc"], base_auc)
     if history is not None:

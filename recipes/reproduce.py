@@ -274,7 +274,7 @@ class Reproduction:
             "epochs_run": len(history.history.get("loss", [])),
             "val_auc": auc(val_labels, val_scores), "test_auc": auc(labels, scores),
             "test_logloss": float(-np.mean(labels * np.log(clipped) + (1 - labels) * np.log(1 - clipped))),
-            "test_gauc": gauc(users, labels, scores) if users is not None else None,
+            "test_gauc": _gauc_or_none(users, labels, scores),
             "test_rows": int(len(labels)), "wall_seconds": round(time.time() - started, 1),
             "backend": keras.backend.backend(),
         }
@@ -415,6 +415,15 @@ class Reproduction:
             fits[model] = fit_
             plots.scaling_law(fit_, self.out / f"scaling_{model}.png")
         return fits
+
+
+def _gauc_or_none(users, labels, scores):
+    if users is None:
+        return None
+    try:
+        return gauc(users, labels, scores)
+    except ZooError:  # no user with both classes (a smoke split)
+        return None
 
 
 def _t95(n):
