@@ -149,7 +149,7 @@ def per_candidate_crossentropy(y_true, y_pred):
     return ops.binary_crossentropy(ops.cast(y_true, y_pred.dtype), y_pred)
 
 
-def compile_for(model, recipe="suan", steps_per_epoch=None, **overrides):
+def compile_for(model, recipe="suan", steps_per_epoch=None, jit_compile="auto", **overrides):
     """Compiles `model` with the recipe's optimizer, binary cross-entropy and AUC/LogLoss."""
     recipe = get_recipe(recipe, **overrides)
     total = steps_per_epoch * recipe.epochs if steps_per_epoch else None
@@ -157,6 +157,7 @@ def compile_for(model, recipe="suan", steps_per_epoch=None, **overrides):
         optimizer=make_optimizer(recipe, total),
         loss=per_candidate_crossentropy,
         metrics=default_metrics(),
+        jit_compile=jit_compile,
     )
     return recipe
 
@@ -172,6 +173,7 @@ def fit(
     checkpoint_path=None,
     callbacks=(),
     verbose="auto",
+    jit_compile="auto",
     **overrides,
 ):
     """Trains `model` on `train` (a tf.data.Dataset of contract batches) by a paper's whole protocol.
@@ -189,6 +191,7 @@ def fit(
       `steps_per_epoch` for data too large to count); so no epoch ends on an exhausted iterator.
     Keras' own machinery does the rest: BackupAndRestore (`backup_dir`: an interrupted run resumes),
     ModelCheckpoint (`checkpoint_path`: the best weights by the monitor), the progress bar.
+    `jit_compile` goes to Keras' compile (False skips XLA: faster for a few steps on a CPU).
     Seeds with `recipe.seeds[0]` before building anything (the trainer's heads, the teacher); seed
     before building `model` too (`keras.utils.set_random_seed`) for runs that repeat exactly.
     Returns the History.
@@ -206,7 +209,7 @@ def fit(
         # A fixed number of steps over the repeated data: no epoch ends on an exhausted iterator (which
         # stalls Keras' torch loader) and `steps_per_epoch` means that many steps every epoch.
         train, steps_per_epoch = train.repeat(), steps
-    compile_for(trainer, recipe, steps_per_epoch=steps)
+    compile_for(trainer, recipe, steps_per_epoch=steps, jit_compile=jit_compile)
     extra = list(callbacks)
     if val is not None and recipe.early_stopping_patience is not None:
         extra.append(

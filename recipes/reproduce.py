@@ -42,13 +42,15 @@ from zoo.recipes.scaling import fit_scaling_law
 @dataclasses.dataclass(frozen=True)
 class Row:
     """One row of a table: `label` (as the paper names it), the registered `model`, its
-    `hyperparameters`, the `recipe` (None: the table's), and `fraction` of the training rows."""
+    `hyperparameters`, the `recipe` (None: the table's) with `recipe_overrides`, and `fraction` of the
+    training rows."""
 
     label: str
     model: str
     hyperparameters: dict = dataclasses.field(default_factory=dict)
     recipe: str | None = None
     fraction: float = 1.0
+    recipe_overrides: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,7 +101,10 @@ TABLES = {
                 {"num_layers": 2, "num_heads": 2, "window_size": 8, "dilation": 4, "parallel_candidates": 1, **SUAN_HEAD}),
             Row("DistilSUAN k=8 r=2", "lightsuan",
                 {"num_layers": 2, "num_heads": 2, "window_size": 8, "dilation": 2, "parallel_candidates": 1, **SUAN_HEAD},
-                recipe="distill"),
+                recipe="distill",
+                # the teacher: the SUAN row (full attention), trained online with the student (eq 17)
+                recipe_overrides={"trainer_options": {"teacher": "suan", "temperature": 2.0, "distillation_weight": None,
+                                                      "teacher_hyperparameters": {"num_layers": 2, "num_heads": 2, **SUAN_HEAD}}}),
             Row("BST", "bst", {"num_layers": 2, "num_heads": 2, **SUAN_HEAD}),
             Row("HSTU", "hstu", {"num_layers": 2, "num_heads": 2, **SUAN_HEAD}),
             Row("DIN", "din", SUAN_HEAD),
@@ -216,8 +221,13 @@ class Reproduction:
 
     # -- one cell -----------------------------------------------------------------------------------
     def _recipe(self, row, seed, grid_point=None):
-        recipe = get_recipe(row.recipe or self.table.recipe)
+        recipe = get_recipe(row.recipe or self.table.recipe, **row.recipe_overrides)
         overrides = {"seeds": (seed,), **(grid_point or {})}
+        if self.smoke and recipe.trainer_options.get("teacher_hyperparameters"):
+            options = dict(recipe.trainer_options)
+            options["teacher_hyperparameters"] = self._hyperparameters(
+                dataclasses.replace(row, hyperparameters=options["teacher_hyperparameters"]), None)
+            overrides["trainer_options"] = options
         if self.epochs:
             overrides["epochs"] = self.epochs
         if self.smoke:
@@ -260,7 +270,7 @@ class Reproduction:
         keras.utils.set_random_seed(seed)  # before the model: its initial weights depend on the seed only
         hp = {**model_overrides(recipe, entry.cls), **self._hyperparameters(row, entry.cls)}
         model = zoo.get(row.model, schema=schema.with_candidates(1), **hp)
-        history = fit(model, train, val, recipe=recipe, verbose=0)
+        history = fit(model, train, val, recipe=recipe, verbose=0, jit_compile=False if self.smoke else "auto")
         plain_val, _ = self._load("validation", recipe, row.model, training=False)
         val_labels, val_scores, _ = predict_rows(model, plain_val)
         test, _ = self._load("test", recipe, row.model, training=False)

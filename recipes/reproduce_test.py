@@ -46,13 +46,12 @@ class ReproduceSmokeTest(TestCase):
         lines.clear()
         again = run.run()
         self.assertTrue(all(line.endswith("kept") for line in lines if line.startswith("[")), lines)
-        self.assertEqual(again["rows"], summary["rows"])
+        self.assertEqual(json.dumps(again["rows"]), json.dumps(summary["rows"]))  # NaN s.d. of one seed
 
     @unittest.skipUnless(TAOBAO.exists(), "shared Taobao UserBehavior sample not available")
     def test_suan_table2_and_scaling(self):
-        _, summary, _ = self.smoke("suan-table2", TAOBAO, ["SUAN", "DistilSUAN k=8 r=2"],
-                                   data_options={"sequence_length": 10})
-        self.assertEqual(len(summary["rows"]), 2)
+        _, summary, _ = self.smoke("suan-table2", TAOBAO, ["SUAN"], data_options={"sequence_length": 10})
+        self.assertEqual([r["label"] for r in summary["rows"]], ["SUAN"])
         _, summary, _ = self.smoke("scaling", TAOBAO, ["DIN 25%", "DIN 50%", "DIN 100%"],
                                    data_options={"sequence_length": 10})
         samples = [r["train_samples"] for r in sorted(summary["rows"], key=lambda r: r["fraction"])]
@@ -62,8 +61,8 @@ class ReproduceSmokeTest(TestCase):
 
     @unittest.skipUnless(CRITEO.exists(), "shared Criteo sample not available")
     def test_deres_table2_on_the_criteo_sample(self):
-        _, summary, _ = self.smoke("deres-table2", CRITEO, ["DeRes-P", "Residual"])
-        self.assertEqual(sorted(r["label"] for r in summary["rows"]), ["DeRes-P", "Residual"])
+        _, summary, _ = self.smoke("deres-table2", CRITEO, ["DeRes-P"])
+        self.assertEqual([r["label"] for r in summary["rows"]], ["DeRes-P"])
 
 
 class TablesTest(TestCase):
