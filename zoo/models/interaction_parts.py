@@ -1,38 +1,17 @@
 """Pieces shared by the feature-interaction baselines of DeRes Table 2 (fm, deepfm, dcnv2, autoint, fibinet):
-argument checks, the field-token front end and FM's first-order term.
+argument checks (the generic ones are baseline_parts'), the field-token front end and FM's first-order term.
 
 Every one of them starts from FieldTokens: the schema's fields as k-dimensional tokens [B, M, F, k], a
 candidate's history fields pooled over the behaviours visible to it (so nothing from a label's future
 or another candidate reaches its score).
 """
 
-import numpy as np
 from keras import ops
 
 from zoo.errors import ZooError
 from zoo.layers.feature_embedding import FeatureEmbedding
 from zoo.layers.field_tokens import FieldTokens
-
-
-def check_size(model, name, value):
-    """`value` as an int; a one-line ZooError naming `name` unless it is an integer >= 1."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ZooError(f"{model}: {name} is {value!r}; it must be an integer >= 1")
-    return int(value)
-
-
-def check_units(model, name, units):
-    """Hidden widths as a tuple of ints >= 1 (empty: no hidden layer)."""
-    if isinstance(units, (str, bytes)) or not hasattr(units, "__iter__"):
-        raise ZooError(f"{model}: {name} is {units!r}; it must be a list of integers >= 1")
-    return tuple(check_size(model, name, width) for width in units)
-
-
-def check_momentum(model, momentum):
-    """dice_momentum as a float in [0, 1)."""
-    if isinstance(momentum, bool) or not isinstance(momentum, (int, float, np.floating)) or not 0 <= momentum < 1:
-        raise ZooError(f"{model}: dice_momentum is {momentum!r}; it must lie in [0, 1)")
-    return float(momentum)
+from zoo.models.baseline_parts import check_momentum, check_size, check_units  # noqa: F401  (re-exported)
 
 
 def check_choice(model, name, value, choices):
