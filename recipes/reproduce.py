@@ -180,11 +180,14 @@ def _limit(dataset, rows, batch_size):
 
 
 def _fraction(dataset, fraction, seed):
-    """A fixed `fraction` of the training rows (the same rows every epoch), reshuffled each epoch."""
+    """(a fixed `fraction` of the training rows, reshuffled each epoch; its number of samples), from one
+    counting pass over the data."""
+    shapes = [np.asarray(batch[1]).shape for batch in dataset.as_numpy_iterator()]
+    rows, per_row = sum(shape[0] for shape in shapes), (shapes[0][1] if shapes and len(shapes[0]) > 1 else 1)
     if fraction >= 1.0:
-        return dataset
-    total = sum(len(batch[1]) for batch in dataset.as_numpy_iterator())
-    return dataset.unbatch().take(int(total * fraction)).cache().shuffle(16_384, seed=seed).batch(256)
+        return dataset, rows * per_row
+    kept = int(rows * fraction)
+    return dataset.unbatch().take(kept).cache().shuffle(16_384, seed=seed).batch(256), kept * per_row
 
 
 class Reproduction:
@@ -265,7 +268,9 @@ class Reproduction:
         entry = zoo.registry.entry(row.model)
         started = time.time()
         train, schema = self._load("train", recipe, row.model, training=True)
-        train = _fraction(train, row.fraction, seed)
+        samples = None
+        if row.fraction < 1.0 or self.table.name == "scaling":  # the scaling fit needs the sample count
+            train, samples = _fraction(train, row.fraction, seed)
         val, _ = self._load("validation", recipe, row.model, training=True)
         keras.utils.set_random_seed(seed)  # before the model: its initial weights depend on the seed only
         hp = {**model_overrides(recipe, entry.cls), **self._hyperparameters(row, entry.cls)}
@@ -280,7 +285,7 @@ class Reproduction:
             "label": row.label, "model": row.model, "seed": seed, "recipe": recipe.name, "grid_point": grid_point,
             "hyperparameters": {k: (list(v) if isinstance(v, tuple) else v) for k, v in hp.items()},
             "fraction": row.fraction, "parameters": int(model.count_params()),
-            "train_samples": int(sum(np.asarray(b[1]).size for b in train.as_numpy_iterator())),
+            "train_samples": samples,
             "epochs_run": len(history.history.get("loss", [])),
             "val_auc": auc(val_labels, val_scores), "test_auc": auc(labels, scores),
             "test_logloss": float(-np.mean(labels * np.log(clipped) + (1 - labels) * np.log(1 - clipped))),
