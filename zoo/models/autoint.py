@@ -45,7 +45,7 @@ class AutoInt(ZooModel):
         dice_momentum: moving-average decay of the BatchNorm/Dice statistics (used when mlp_units is set).
     """
 
-    def __init__(self, schema, num_layers=3, num_heads=2, head_dim=32, mlp_units=(), dice_momentum=0.99, **kwargs):
+    def __init__(self, schema, num_layers=3, num_heads=2, head_dim=32, mlp_units=(), dice_momentum=0.9, **kwargs):
         num_layers = check_size("autoint", "num_layers", num_layers)
         num_heads = check_size("autoint", "num_heads", num_heads)
         head_dim = check_size("autoint", "head_dim", head_dim)

@@ -63,7 +63,7 @@ class BST(ZooModel):
     """
 
     def __init__(self, schema, num_heads=8, num_layers=1, position_dim=8, time_buckets=32, ffn_dim=None,
-                 dropout=0.2, mlp_units=(200, 80), dice_momentum=0.99, **kwargs):
+                 dropout=0.2, mlp_units=(200, 80), dice_momentum=0.9, **kwargs):
         name = "bst"
         num_heads = check_size(name, "num_heads", num_heads)
         num_layers = check_size(name, "num_layers", num_layers)

@@ -49,7 +49,7 @@ class CAN(ZooModel):
     """
 
     def __init__(self, schema, attention_units=(80, 40), micro_mlp_units=(8, 4), feed_dim=16, orders=3,
-                 mlp_units=(200, 80), dice_momentum=0.99, **kwargs):
+                 mlp_units=(200, 80), dice_momentum=0.9, **kwargs):
         name = "can"
         attention_units = check_units(name, "attention_units", attention_units)
         micro_mlp_units = check_units(name, "micro_mlp_units", micro_mlp_units)

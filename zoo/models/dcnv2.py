@@ -67,7 +67,7 @@ class DCNV2(ZooModel):
         projection_dim=None,
         structure="parallel",
         mlp_units=(200, 80),
-        dice_momentum=0.99,
+        dice_momentum=0.9,
         **kwargs,
     ):
         num_cross_layers = check_size("dcnv2", "num_cross_layers", num_cross_layers)

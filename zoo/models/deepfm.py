@@ -40,7 +40,7 @@ class DeepFM(ZooModel):
         dice_momentum: moving-average decay of the BatchNorm/Dice statistics.
     """
 
-    def __init__(self, schema, mlp_units=(200, 80), dice_momentum=0.99, **kwargs):
+    def __init__(self, schema, mlp_units=(200, 80), dice_momentum=0.9, **kwargs):
         mlp_units = check_units("deepfm", "mlp_units", mlp_units)
         dice_momentum = check_momentum("deepfm", dice_momentum)
         schema = Schema.from_dict(schema)

@@ -29,7 +29,7 @@ class DIN(ZooModel):
         dice_momentum: moving-average decay of the BatchNorm/Dice statistics.
     """
 
-    def __init__(self, schema, attention_units=(80, 40), mlp_units=(200, 80), dice_momentum=0.99, **kwargs):
+    def __init__(self, schema, attention_units=(80, 40), mlp_units=(200, 80), dice_momentum=0.9, **kwargs):
         schema = Schema.from_dict(schema)
         schema.require("din", groups=("hist", "cand"))
         inputs = schema.inputs()

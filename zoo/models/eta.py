@@ -70,7 +70,7 @@ class ETA(ZooModel):
     """
 
     def __init__(self, schema, k=50, num_bits=64, num_heads=2, attention_dim=32, time_embedding_dim=8,
-                 mlp_units=(200, 80), dice_momentum=0.99, **kwargs):
+                 mlp_units=(200, 80), dice_momentum=0.9, **kwargs):
         name = "eta"
         schema = Schema.from_dict(schema)
         schema.require(name, time=True, groups=("hist", "cand"))

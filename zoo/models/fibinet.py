@@ -60,7 +60,7 @@ class FiBiNET(ZooModel):
         reduction_ratio=3,
         bilinear_type="field-interaction",
         mlp_units=(200, 80),
-        dice_momentum=0.99,
+        dice_momentum=0.9,
         **kwargs,
     ):
         reduction_ratio = check_size("fibinet", "reduction_ratio", reduction_ratio)

@@ -54,7 +54,7 @@ class HSTU(ZooModel):
     """
 
     def __init__(self, schema, num_layers=2, num_heads=2, attention_dim=25, linear_dim=25, mlp_units=(200, 80),
-                 dice_momentum=0.99, **kwargs):
+                 dice_momentum=0.9, **kwargs):
         name = "hstu"
         num_layers = check_size(name, "num_layers", num_layers)
         num_heads = check_size(name, "num_heads", num_heads)

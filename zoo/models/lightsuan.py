@@ -22,7 +22,7 @@ class LightSUAN(SUAN):
     this model, not another class.
     """
 
-    def __init__(self, schema, num_layers=2, num_heads=2, mlp_units=(1024, 512, 256), dice_momentum=0.999,
+    def __init__(self, schema, num_layers=2, num_heads=2, mlp_units=(1024, 512, 256), dice_momentum=0.9,
                  alignment_pool="causal", sample_rate=1.0, window_size=8, dilation=2, parallel_candidates=32,
                  share_relative_bias=True, **kwargs):
         super().__init__(

@@ -52,7 +52,7 @@ class LLaMA(ZooModel):
     """
 
     def __init__(self, schema, width=32, num_heads=2, num_layers=2, ffn_dim=64, dropout=0.0, mlp_units=(200, 80),
-                 dice_momentum=0.99, **kwargs):
+                 dice_momentum=0.9, **kwargs):
         name = "llama"
         width = check_size(name, "width", width)
         num_heads = check_size(name, "num_heads", num_heads)

@@ -79,7 +79,7 @@ class OneTrans(ZooModel):
         num_heads=4,
         num_ns_tokens=12,
         mlp_units=(200, 80),
-        dice_momentum=0.99,
+        dice_momentum=0.9,
         **kwargs,
     ):
         for name, value in (

@@ -68,7 +68,7 @@ class SASRec(ZooModel):
     """
 
     def __init__(self, schema, width=50, num_heads=1, num_layers=2, dropout=0.2, mlp_units=(200, 80),
-                 dice_momentum=0.99, **kwargs):
+                 dice_momentum=0.9, **kwargs):
         name = "sasrec"
         width = check_size(name, "width", width)
         num_heads = check_size(name, "num_heads", num_heads)

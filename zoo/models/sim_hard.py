@@ -53,7 +53,7 @@ class SIMHard(ZooModel):
     """
 
     def __init__(self, schema, k=50, num_heads=2, attention_dim=32, time_embedding_dim=8, mlp_units=(200, 80),
-                 dice_momentum=0.99, **kwargs):
+                 dice_momentum=0.9, **kwargs):
         name = "sim_hard"
         schema = Schema.from_dict(schema)
         schema.require(name, time=True, groups=("hist", "cand"))

@@ -96,7 +96,7 @@ class TokenMixerLarge(ZooModel):
         inter_residual_interval=2,
         attention_units=(80, 40),
         mlp_units=(200, 80),
-        dice_momentum=0.99,
+        dice_momentum=0.9,
         **kwargs,
     ):
         for name, value in (

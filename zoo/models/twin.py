@@ -60,7 +60,7 @@ class TWIN(ZooModel):
     """
 
     def __init__(self, schema, k=100, num_heads=4, head_dim=16, time_embedding_dim=8, mlp_units=(200, 80),
-                 dice_momentum=0.99, **kwargs):
+                 dice_momentum=0.9, **kwargs):
         name = "twin"
         schema = Schema.from_dict(schema)
         schema.require(name, time=True, groups=("hist", "cand"))

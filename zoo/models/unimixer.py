@@ -71,7 +71,7 @@ class UniMixer(ZooModel):
         temperature=1.0,
         attention_units=(80, 40),
         mlp_units=(200, 80),
-        dice_momentum=0.99,
+        dice_momentum=0.9,
         **kwargs,
     ):
         for name, value in (
