@@ -1,6 +1,7 @@
 """Amazon Books ratings (McAuley's raw ratings CSV: user,item,rating,timestamp, no header; a header
 line user,item,rating,timestamp is also accepted) under ReST's protocol, exactly as `movielens`
-(rating >= 4 positive, 5-core, per-user time-ordered 80/10/10, history <= 200).
+(rating >= 4 positive, 5-core, per-user time-ordered 80/10/10, history <= 200), including its fitted
+preprocessing and scoring mode.
 
 Already-preprocessed files are refused with a ZooError rather than guessed at: torch-rechub's
 amazon_books_sample.csv (header user_id,item_id,time,label; re-indexed ids, a day index for time and
@@ -12,6 +13,7 @@ from zoo.datasets.reading import find_file, first_line
 from zoo.errors import ZooError
 
 PROTOCOLS = {"rest": "ReST: rating >= 4 positive, 5-core, per-user time-ordered 80/10/10, history <= 200"}
+APPLIES_PREPROCESSING = ("rest",)  # scoring mode with a fitted preprocessing, as movielens
 DEFAULT_PROTOCOL = "rest"
 OPTIONS = {"rest": dict(movielens.OPTIONS["rest"])}
 FILES = ("ratings_Books.csv", "Books.csv", "ratings.csv")
@@ -29,8 +31,8 @@ def raw_files(path, protocol):
     return [path]
 
 
-def build(files, protocol, options, out_dir, verbose):
-    movielens.build_rest(files[0], ",", HEADER, options, out_dir, verbose)
+def build(files, protocol, options, out_dir, verbose, fitted=None):
+    movielens.build_rest(files[0], ",", HEADER, options, out_dir, verbose, dataset="amazon_books", fitted=fitted)
 
 
 def load(path, **kwargs):

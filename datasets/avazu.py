@@ -7,7 +7,8 @@ Protocols:
 - `deres` (DeRes, following AutoInt): the 22 categorical fields (all but id and click, hour included);
   a field with more than `max_vocabulary` distinct training values is hashed into that many buckets
   (Feature.hashed), the others get a vocabulary. Split 80/20 by time: the original file is in time
-  order, so the first 80% of rows train and the last 20% are split in two halves, validation then test;
+  order, so the first 80% of the data rows (blank lines and a truncated last row are not rows) train and
+  the last 20% are split in two halves, validation then test;
   a row whose hour goes back in time is an error (the split would leak the future).
 - `bars` (BARS Avazu_x4): id dropped; hour -> hour of day, weekday and weekend (ctx_hour, ctx_weekday,
   ctx_weekend); categories with fewer than `min_count` training occurrences -> OOV; a seeded random
@@ -17,7 +18,7 @@ Protocols:
 import datetime
 
 from zoo.datasets import preprocess, tabular
-from zoo.datasets.reading import count_lines, find_file
+from zoo.datasets.reading import count_rows, find_file
 from zoo.feature import Feature
 from zoo.schema import Schema
 
@@ -68,7 +69,7 @@ def _parse(protocol):
         last["line"] = line
         click = fields[1].strip()
         if click == "":
-            repairs.add("dropped {n} row(s) with an empty click")
+            repairs.drop("dropped {n} row(s) with an empty click")
             return None
         if click not in ("0", "1"):
             repairs.error(line, f"column 'click' should be 0 or 1, found {click[:40]!r}")
@@ -90,7 +91,7 @@ def _parse(protocol):
 
 def build(files, protocol, options, out_dir, verbose):
     path = files[0]
-    total = count_lines(path) - 1
+    total = count_rows(path, ",", len(HEADER), header=HEADER)
     names = ["hour"] + [f.lower() for f in FIELDS]
     if protocol == "bars":
         names += ["weekday", "weekend"]

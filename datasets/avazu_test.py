@@ -30,6 +30,8 @@ class AvazuSampleTest(TestCase):
         self.assertFalse(schema.feature("cand_c1").hashed)
         features, labels = processed.take("test", np.arange(100))
         schema.validate(features, labels)
+        account = processed.info["accounting"]["avazu_sample.txt"]
+        self.assertEqual((account["read"], account["kept"], account["repaired"], account["dropped"]), (999, 999, 0, 0))
 
     def test_bars_derives_hour_weekday_weekend(self):
         processed = prepare("avazu", SAMPLE, protocol="bars", cache_dir=self.get_temp_dir())
@@ -57,6 +59,26 @@ class AvazuFormatTest(TestCase):
         write_avazu(os.path.join(folder, "train.csv"), [14102101, 14102100])
         with self.assertRaisesRegex(ZooError, r"train.csv, line 3: rows are not in time order"):
             prepare("avazu", folder, cache_dir=self.get_temp_dir())
+
+    def test_header_only_file_is_refused(self):
+        folder = self.get_temp_dir()
+        write_avazu(os.path.join(folder, "train.csv"), [])
+        with self.assertRaisesRegex(ZooError, r"train.csv: the file holds only its header line, no data rows$"):
+            prepare("avazu", folder, cache_dir=self.get_temp_dir())
+
+    def test_blank_lines_do_not_move_the_row_order_split(self):
+        folder = self.get_temp_dir()
+        path = os.path.join(folder, "train.csv")
+        write_avazu(path, [14102100 + i // 4 for i in range(20)])
+        plain = prepare("avazu", folder, cache_dir=self.get_temp_dir())
+        with open(path) as f:
+            lines = f.readlines()
+        with open(path, "w") as f:
+            f.writelines(lines[:5] + ["\n"] * 3 + lines[5:])
+        blank = prepare("avazu", folder, cache_dir=self.get_temp_dir())
+        self.assertEqual(plain.rows, {"train": 16, "validation": 2, "test": 2})
+        self.assertEqual(blank.rows, plain.rows)
+        self.assertEqual(blank.info["accounting"]["train.csv"]["blank_lines"], 3)
 
     def test_bad_hour(self):
         folder = self.get_temp_dir()

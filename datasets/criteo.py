@@ -10,8 +10,10 @@ anonymised, so none can be told to be user or context), no num_ features. Protoc
 - `deres` (DeRes, following DCN-v2): missing numerics -> the field's training mean of log(1 + x)
   (sign kept for Criteo's few negative values), then 10 equal-frequency buckets fitted on the training
   split (cand_i1..cand_i13); categories with fewer than `min_count` training occurrences -> OOV.
-  Split by row order: the first 6/7 of the rows (days 1-6) train, the last 1/7 (day 7) split in two
-  halves, validation then test (DCN-v2 splits day 7 into validation and test).
+  Split by row order: the first 6/7 of the data rows (days 1-6) train, the last 1/7 (day 7) split in
+  two halves, validation then test (DCN-v2 splits day 7 into validation and test). Blank lines and a
+  truncated last row are not data rows, so they never move the boundaries (an extra quiet pass counts
+  the rows first).
 - `bars` (BARS Criteo_x4): missing numerics -> 0; numeric x > 2 -> floor(ln(x)^2), else int(x), used as
   a category; categories (both kinds) with fewer than `min_count` training occurrences -> OOV; a
   seeded random 8:1:1 split.
@@ -20,7 +22,7 @@ anonymised, so none can be told to be user or context), no num_ features. Protoc
 import math
 
 from zoo.datasets import preprocess, tabular
-from zoo.datasets.reading import count_lines, find_file, first_line
+from zoo.datasets.reading import count_rows, find_file, first_line
 from zoo.feature import Feature
 from zoo.schema import Schema
 
@@ -47,7 +49,7 @@ def _parse(protocol):
     def parse(line, fields, repairs):
         label = fields[0].strip()
         if label == "":
-            repairs.add("dropped {n} row(s) with an empty label")
+            repairs.drop("dropped {n} row(s) with an empty label")
             return None
         if label not in ("0", "1"):
             repairs.error(line, f"column 'label' should be 0 or 1, found {label[:40]!r}")
@@ -71,7 +73,7 @@ def build(files, protocol, options, out_dir, verbose):
     head = first_line(path)
     delimiter = "\t" if "\t" in head else ","
     has_header = head.split(delimiter)[0].strip().lower() == "label"
-    total = count_lines(path) - has_header
+    total = count_rows(path, delimiter, len(HEADER), header=HEADER if has_header else None)
     encoders = {}
     for name in NUMERIC:
         key = f"cand_{name.lower()}"

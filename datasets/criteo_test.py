@@ -58,6 +58,25 @@ class CriteoSampleTest(TestCase):
         self.assertEqual(len(pairs), len(set(tokens)))
         self.assertEqual(len(pairs), len(set(train["cand_i3"][:, 0].tolist())))
 
+    def test_blank_lines_do_not_move_the_row_order_split(self):
+        with open(SAMPLE) as f:
+            lines = f.readlines()
+        for at in (150, 100, 3):  # blank lines among the training rows, and a whitespace-only one
+            lines.insert(at, "\n")
+        lines.insert(50, "  \r\n")
+        folder = self.get_temp_dir()
+        with open(os.path.join(folder, "criteo_sample.txt"), "w") as f:
+            f.writelines(lines)
+        blank = prepare("criteo", folder, cache_dir=self.get_temp_dir(), min_count=1)
+        plain = prepare("criteo", SAMPLE, cache_dir=self.get_temp_dir(), min_count=1)
+        self.assertEqual(blank.rows, plain.rows)
+        for split in ("train", "test"):
+            for key, value in take_all(plain, split)[0].items():
+                np.testing.assert_array_equal(take_all(blank, split)[0][key], value)
+        account = blank.info["accounting"]["criteo_sample.txt"]
+        self.assertEqual(account, dict(plain.info["accounting"]["criteo_sample.txt"], blank_lines=4))
+        self.assertEqual((account["read"], account["kept"], account["dropped"]), (200, 200, 0))
+
     def test_cache_is_reused(self):
         cache = self.get_temp_dir()
         first = prepare("criteo", SAMPLE, cache_dir=cache)
@@ -88,3 +107,16 @@ class CriteoFormatTest(TestCase):
         with self.assertRaisesRegex(ZooError, r"train.txt, line 2: column 'label' should be 0 or 1"):
             prepare("criteo", folder, cache_dir=self.get_temp_dir())
         self.assertEqual(criteo.DEFAULT_PROTOCOL, "deres")
+
+    def test_header_only_file_is_refused_and_empty_labels_are_counted(self):
+        folder = self.get_temp_dir()
+        path = os.path.join(folder, "train.csv")
+        with open(path, "w") as f:
+            f.write(",".join(criteo.HEADER) + "\n")
+        with self.assertRaisesRegex(ZooError, r"train.csv: the file holds only its header line, no data rows$"):
+            prepare("criteo", folder, cache_dir=self.get_temp_dir())
+        with open(path, "a") as f:
+            for i in range(8):
+                f.write(",".join(["" if i == 2 else str(i % 2)] + ["1"] * 13 + ["a"] * 26) + "\n")
+        account = prepare("criteo", folder, cache_dir=self.get_temp_dir()).info["accounting"]["train.csv"]
+        self.assertEqual((account["read"], account["kept"], account["repaired"], account["dropped"]), (8, 7, 0, 1))

@@ -63,7 +63,9 @@ def _header(path, delimiter=","):
     header = [h.strip() for h in first_line(path).split(delimiter)]
     missing = [c for c in COLUMNS if c not in header]
     if missing:
-        raise ZooError(f"{path}, line 1: the header lacks column(s) {', '.join(missing)} (eleme needs {', '.join(COLUMNS)})")
+        raise ZooError(
+            f"{path}, line 1: the header lacks column(s) {', '.join(missing)} (eleme needs {', '.join(COLUMNS)})"
+        )
     return header
 
 
@@ -75,7 +77,7 @@ def _parser(header, separator):
         get = lambda name: fields[position[name]].strip()  # noqa: E731
         label = get("label")
         if label == "" or get("times") == "":
-            repairs.add("dropped {n} row(s) with an empty label or times")
+            repairs.drop("dropped {n} row(s) with an empty label or times")
             return None
         if label not in ("0", "1"):
             repairs.error(line, f"column 'label' should be 0 or 1, found {label[:40]!r}")
@@ -89,14 +91,14 @@ def _parser(header, separator):
         diffs = [repairs.number(t, line, "timediff_list", int) for t in split_lists["timediff_list"]]
         keep = [i for i, diff in enumerate(diffs) if diff > 0]
         if len(keep) < len(diffs):
-            repairs.add("removed {n} behaviour(s) not strictly before their exposure", len(diffs) - len(keep))
+            repairs.repair("removed {n} behaviour(s) not strictly before their exposure", line, len(diffs) - len(keep))
         values = {"cand_time": times, "hist_time": [times - diffs[i] for i in keep]}
         for column, name in USER.items():
             values[f"user_{name}"] = get(column)
         for column in NUM:
             text = get(column)
             if text == "":
-                repairs.add("filled {n} missing user statistic(s) with the training mean")
+                repairs.repair("filled {n} missing user statistic(s) with the training mean", line)
                 values[f"num_{column}"] = math.nan
             else:
                 x = repairs.number(text, line, column)

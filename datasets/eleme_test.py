@@ -29,7 +29,8 @@ class ElemeTest(TestCase):
             features, labels = processed.take(split, np.arange(processed.rows[split]))
             schema.validate(features, labels)
             valid = features["hist_item_id"] > 0
-            self.assertTrue(np.all(features["hist_time"][valid] < np.broadcast_to(features["cand_time"], valid.shape)[valid]))
+            cand_time = np.broadcast_to(features["cand_time"], valid.shape)
+            self.assertTrue(np.all(features["hist_time"][valid] < cand_time[valid]))
         # The history times are the simulator's (times - timediff), rows in file order within a split.
         features, _ = processed.take("train", np.arange(processed.rows["train"]))
         times = set(map(tuple, expected["hist_time"].tolist()))
@@ -50,6 +51,17 @@ class ElemeTest(TestCase):
             f.write("\n".join(lines) + "\n")
         processed = prepare("eleme", folder, cache_dir=self.get_temp_dir(), sequence_length=8)
         self.assertIn("removed 1 behaviour(s) not strictly before their exposure", processed.info["repairs"])
+        account = processed.info["accounting"]["eleme.csv"]  # the row is kept, repaired
+        self.assertEqual((account["read"], account["kept"], account["repaired"], account["dropped"]), (20, 19, 1, 0))
+
+    def test_header_only_file_is_refused(self):
+        folder, path, _ = self.written(5)
+        with open(path) as f:
+            header = f.readline()
+        with open(path, "w") as f:
+            f.write(header)
+        with self.assertRaisesRegex(ZooError, r"eleme.csv: the file holds only its header line, no data rows$"):
+            prepare("eleme", folder, cache_dir=self.get_temp_dir())
 
     def test_missing_columns_and_ragged_lists(self):
         folder, path, _ = self.written(5)

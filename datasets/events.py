@@ -71,6 +71,33 @@ def fit_ids(dense, train, size, min_count=1):
     return lookup, kept.size + 2
 
 
+def fit_vocabulary(interner, dense, train):
+    """`fit_ids` on interned tokens: (the fitted preprocess.Vocabulary, lookup [len(interner)] -> id)."""
+    lookup, size = fit_ids(dense, train, len(interner))
+    tokens = np.empty(size - 2, dtype=object)
+    fitted = lookup < size - 1
+    tokens[lookup[fitted] - 1] = np.asarray(list(interner.index), dtype=object)[fitted]
+    return preprocess.Vocabulary.from_tokens(tokens.tolist()), lookup
+
+
+def apply_vocabulary(vocabulary, interner, dense):
+    """A fitted vocabulary applied to interned tokens: (ids of `dense`, {"rows", "values"}: how many
+    of them, and how many distinct tokens, are unknown to it and map to the OOV id)."""
+    lookup = np.fromiter((vocabulary.lookup(t) for t in interner.index), dtype=np.int32, count=len(interner))
+    ids = lookup[dense]
+    unknown = ids == vocabulary.oov
+    return ids, {"rows": int(unknown.sum()), "values": int(np.unique(dense[unknown]).size)}
+
+
+UNKNOWN = "mapped the %s of {n} row(s) to the OOV id (unknown to the fitted vocabulary)"
+
+
+def note_unknown(repairs, unknown_ids):
+    """Notes, in the file's account, the rows whose id `apply_vocabulary` mapped to OOV, per field."""
+    for name, unknown in unknown_ids.items():
+        repairs.note(UNKNOWN % name, unknown["rows"])
+
+
 def order_events(columns, user="user", time="time"):
     """Sorts every column by (user, time, file order); returns the sorted columns."""
     order = preprocess.sort_events(columns[user], columns[time])
@@ -82,13 +109,13 @@ def write_events(out_dir, schema, events, samples, info):
 
     Args:
         events: {hist key: [E] array} sorted by (user, time).
-        samples: {split: {"start", "end", "user", "labels", and user_/cand_/ctx_/num_ keys: [S]}}.
+        samples: {split: {"start", "end", "user", "labels", and user_/cand_/ctx_/num_ keys: [S]}}; the
+            splits are train, validation and test, or "all" when a fitted preprocessing is applied.
     """
     for key, values in events.items():
         storage.save(out_dir, f"events.{key}", values)
     rows = {}
-    for split in storage.SPLITS:
-        part = samples[split]
+    for split, part in samples.items():
         rows[split] = int(part["labels"].shape[0])
         for key, values in part.items():
             storage.save(out_dir, f"{split}.{key}", values)

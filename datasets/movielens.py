@@ -9,17 +9,30 @@ time order split 80/10/10 (floor(0.8 n) train, up to floor(0.9 n) validation, th
 rating is a sample whose history is the user's last `sequence_length` ratings strictly earlier in time
 (ties never see each other), from any split. Features: hist_item_id, hist_rating (round(2 x rating),
 ids 1..10, so half stars keep their meaning), hist_time; user_user_id; cand_item_id, cand_time.
-Item and user vocabularies are fitted on the training ratings (later-only items -> OOV).
+Item and user vocabularies are fitted on the training ratings (later-only items -> OOV); the fit is
+kept as `preprocessing.json` beside the processed data (`prepare(...).preprocessing()`).
+
+Scoring mode, `load(path, preprocessing=<that state, or its file>)`: the fitted vocabularies are applied
+instead of fitted (a raw user or item id they do not know maps to the OOV id, counted in the info's
+`unknown_ids` and the printed account), the schema is the fitted one, and every rating of the file is a
+sample of the one split "all" with the same features as in training: its history is the user's earlier
+ratings in this file. The filters that need the whole data set are skipped: no 5-core (a handful of one
+user's ratings would not survive it) and no 80/10/10 split. Samples are in (user, time) order;
+`prepare(...).source_lines("all")` gives the file line of each.
 """
+
+import os
 
 import numpy as np
 
 from zoo.datasets import events, preprocess
+from zoo.datasets import fitted as fitted_state
 from zoo.datasets.reading import Repairs, find_file, read_rows
 from zoo.feature import Feature
 from zoo.schema import Schema
 
 PROTOCOLS = {"rest": "ReST: rating >= 4 positive, 5-core, per-user time-ordered 80/10/10, history <= 200"}
+APPLIES_PREPROCESSING = ("rest",)  # protocols whose fit can be applied to new rows (scoring mode)
 DEFAULT_PROTOCOL = "rest"
 OPTIONS = {"rest": {"sequence_length": 200, "embedding_dim": 32, "core": 5}}
 FORMATS = {  # file name: (delimiter, header)
@@ -34,45 +47,91 @@ def raw_files(path, protocol):
     return [find_file(path, tuple(FORMATS), "movielens")]
 
 
-def build(files, protocol, options, out_dir, verbose):
+def build(files, protocol, options, out_dir, verbose, fitted=None):
     path = files[0]
     name = path.replace("\\", "/").rsplit("/", 1)[-1]
     delimiter, header = FORMATS.get(name, FORMATS["ratings.csv"])
-    build_rest(path, delimiter, header, options, out_dir, verbose)
+    build_rest(path, delimiter, header, options, out_dir, verbose, dataset="movielens", fitted=fitted)
 
 
-def read_ratings(path, delimiter, header, repairs, verbose):
-    """(user, item, rating, time) columns; users and items interned."""
+def read_ratings(path, delimiter, header, repairs, verbose, lines=False):
+    """(user, item, rating, time[, line]) columns and the user and item Interners (raw token -> dense)."""
     users, items = events.Interner(), events.Interner()
-    columns = events.EventColumns({"user": np.int64, "item": np.int64, "rating": np.float32, "time": np.int64})
+    dtypes = {"user": np.int64, "item": np.int64, "rating": np.float32, "time": np.int64}
+    columns = events.EventColumns(dict(dtypes, line=np.int64) if lines else dtypes)
     for line, fields in read_rows(path, delimiter, 4, repairs, header=header, verbose=verbose):
         user, item, rating, time = (f.strip() for f in fields)
         if not (user and item and rating and time):
-            repairs.add("dropped {n} row(s) with an empty field")
+            repairs.drop("dropped {n} row(s) with an empty field")
             continue
         rating = repairs.number(rating, line, "rating")
         time = repairs.number(time, line, "timestamp", int)
         if not 0 <= time < MAX_TIME:
             repairs.error(line, f"column 'timestamp' should be unix seconds, found {time}")
-        columns.append(user=users(user), item=items(item), rating=rating, time=time)
-    return columns.arrays(), len(users), len(items)
+        row = {"line": line} if lines else {}
+        columns.append(user=users(user), item=items(item), rating=rating, time=time, **row)
+    return columns.arrays(), users, items
 
 
-def build_rest(path, delimiter, header, options, out_dir, verbose):
-    """ReST's protocol on a (user, item, rating, timestamp) file."""
+def build_rest(path, delimiter, header, options, out_dir, verbose, dataset="movielens", fitted=None):
+    """ReST's protocol on a (user, item, rating, timestamp) file; with `fitted` (a checked
+    preprocessing state of the same data set and protocol), its scoring mode: see the module docstring."""
     repairs = Repairs(path)
-    data, num_users, num_items = read_ratings(path, delimiter, header, repairs, verbose)
-    keep = preprocess.k_core(data["user"], data["item"], options["core"])
-    repairs.add("removed {n} rating(s) of users/items with fewer than %d ratings (%d-core)"
-                % (options["core"], options["core"]), int((~keep).sum()))
-    repairs.report()
-    data = events.order_events(events.select(data, keep))
-    split = preprocess.per_user_split(data["user"])
-    train = split == 0
-    item_ids, item_size = events.fit_ids(data["item"], train, num_items)
-    user_ids, user_size = events.fit_ids(data["user"], train, num_users)
+    data, users, items = read_ratings(path, delimiter, header, repairs, verbose, lines=fitted is not None)
+    if fitted is None:
+        keep = preprocess.k_core(data["user"], data["item"], options["core"])
+        repairs.drop("removed {n} rating(s) of users/items with fewer than %d ratings (%d-core)"
+                     % (options["core"], options["core"]), int((~keep).sum()))
+        data = events.select(data, keep)
+    data = events.order_events(data)
+    info = {"events": int(data["user"].shape[0])}
+    if fitted is None:
+        split = preprocess.per_user_split(data["user"])
+        item_vocabulary, item_ids = events.fit_vocabulary(items, data["item"], split == 0)
+        user_vocabulary, user_ids = events.fit_vocabulary(users, data["user"], split == 0)
+        item_ids, user_ids = item_ids[data["item"]], user_ids[data["user"]]
+        schema = _schema(options, item_vocabulary.size, user_vocabulary.size)
+        splits = {"train": split == 0, "validation": split == 1, "test": split == 2}
+    else:
+        schema, tables = fitted_state.tables(fitted, ("item_id", "user_id"))
+        item_ids, unknown_items = events.apply_vocabulary(tables["item_id"], items, data["item"])
+        user_ids, unknown_users = events.apply_vocabulary(tables["user_id"], users, data["user"])
+        info["unknown_ids"] = {"item_id": unknown_items, "user_id": unknown_users}
+        events.note_unknown(repairs, info["unknown_ids"])
+        splits = {"all": np.ones(data["user"].shape[0], dtype=bool)}
+    repairs.finish(info["events"]).report()
+    history = {
+        "hist_item_id": item_ids,
+        "hist_rating": np.clip(np.round(data["rating"] * 2), 1, 10).astype(np.int32),
+        "hist_time": data["time"],
+    }
+    start = preprocess.block_starts(data["user"])
+    end = preprocess.history_ends(data["user"], data["time"])
+    samples = {}
+    for name, mask in splits.items():
+        samples[name] = {
+            "start": start[mask],
+            "end": end[mask],
+            "user": data["user"][mask],
+            "user_user_id": user_ids[mask],
+            "cand_item_id": item_ids[mask],
+            "cand_time": data["time"][mask],
+            "labels": (data["rating"][mask] >= 4).astype(np.float32),
+        }
+        if fitted is not None:
+            samples[name]["line"] = data["line"][mask]
+    info.update(repairs=repairs.summary(), accounting={os.path.basename(path): repairs.accounting()})
+    events.write_events(out_dir, schema, history, samples, info)
+    if fitted is None:
+        state = fitted_state.make_state(
+            dataset, "rest", options, schema, {"item_id": item_vocabulary, "user_id": user_vocabulary}
+        )
+        fitted_state.save_preprocessing(state, out_dir)
+
+
+def _schema(options, item_size, user_size):
     d = options["embedding_dim"]
-    schema = Schema(
+    return Schema(
         features=(
             Feature("item_id", "hist", int(item_size), d),
             Feature("rating", "hist", 12, d),
@@ -82,27 +141,6 @@ def build_rest(path, delimiter, header, options, out_dir, verbose):
         sequence_length=options["sequence_length"],
         time=True,
     )
-    history = {
-        "hist_item_id": item_ids[data["item"]],
-        "hist_rating": np.clip(np.round(data["rating"] * 2), 1, 10).astype(np.int32),
-        "hist_time": data["time"],
-    }
-    start = preprocess.block_starts(data["user"])
-    end = preprocess.history_ends(data["user"], data["time"])
-    samples = {}
-    for code, name in enumerate(("train", "validation", "test")):
-        mask = split == code
-        samples[name] = {
-            "start": start[mask],
-            "end": end[mask],
-            "user": data["user"][mask],
-            "user_user_id": user_ids[data["user"][mask]],
-            "cand_item_id": history["hist_item_id"][mask],
-            "cand_time": data["time"][mask],
-            "labels": (data["rating"][mask] >= 4).astype(np.float32),
-        }
-    info = {"repairs": repairs.summary(), "events": int(data["user"].shape[0])}
-    events.write_events(out_dir, schema, history, samples, info)
 
 
 def load(path, **kwargs):

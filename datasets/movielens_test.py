@@ -6,6 +6,8 @@ import numpy as np
 
 from tests.testing import SHARED_DATA, TestCase
 from zoo.datasets import prepare, preprocess
+from zoo.datasets.reading import TRUNCATED
+from zoo.errors import ZooError
 
 ML100K = SHARED_DATA / "movielens-100k"
 
@@ -13,7 +15,8 @@ ML100K = SHARED_DATA / "movielens-100k"
 def no_future(test, features):
     """Every visible behaviour is strictly earlier than the row's (first) candidate."""
     valid = features["hist_item_id"] > 0
-    test.assertTrue(np.all(features["hist_time"][valid] < np.broadcast_to(features["cand_time"][:, :1], valid.shape)[valid]))
+    cand_time = np.broadcast_to(features["cand_time"][:, :1], valid.shape)
+    test.assertTrue(np.all(features["hist_time"][valid] < cand_time[valid]))
 
 
 def write_ratings(path, delimiter, header=None, users=6, per_user=8, half_stars=False):
@@ -37,6 +40,11 @@ class MovieLens100KTest(TestCase):
         self.assertEqual(total, processed.info["events"])
         self.assertLessEqual(total, 100_000)
         self.assertIn("5-core", processed.info["repairs"])
+        account = processed.info["accounting"]["u.data"]  # rows read = kept + repaired + dropped
+        core = "removed {n} rating(s) of users/items with fewer than 5 ratings (5-core)"
+        self.assertEqual((account["read"], account["kept"], account["repaired"]), (100_000, total, 0))
+        self.assertEqual(account["dropped"], account["kinds"][core])
+        self.assertEqual(account["read"], account["kept"] + account["dropped"])
         positives = 0
         for split in ("train", "validation", "test"):
             features, labels = processed.take(split, np.arange(processed.rows[split]))
@@ -98,3 +106,50 @@ class MovieLensFormatsTest(TestCase):
         processed = prepare("movielens", folder, cache_dir=self.get_temp_dir())
         self.assertEqual(sum(processed.rows.values()), 48)
         self.assertIn("removed 1 rating(s) of users/items with fewer than 5 ratings", processed.info["repairs"])
+
+
+def ml100k_lines(count):
+    """The first `count` lines of the shared u.data (each with its newline)."""
+    with open(ML100K / "u.data") as f:
+        return [next(f) for _ in range(count)]
+
+
+@unittest.skipUnless((ML100K / "u.data").exists(), "shared ML-100K not available")
+class MovieLensRawFileTest(TestCase):
+    def prepare_text(self, text, **options):
+        folder = self.get_temp_dir()
+        with open(os.path.join(folder, "u.data"), "wb") as f:
+            f.write(text if isinstance(text, bytes) else text.encode())
+        return prepare("movielens", folder, cache_dir=self.get_temp_dir(), sequence_length=4, verbose=False, **options)
+
+    def test_byte_order_mark_does_not_make_a_new_user(self):
+        text = "".join(ml100k_lines(3000))
+        plain = self.prepare_text(text)
+        marked = self.prepare_text(b"\xef\xbb\xbf" + text.encode())
+        self.assertEqual(marked.rows, plain.rows)  # user 196's first rating is not lost to the 5-core
+        self.assertEqual(marked.schema, plain.schema)
+        for key in ("read", "kept", "dropped"):
+            self.assertEqual(marked.info["accounting"]["u.data"][key], plain.info["accounting"]["u.data"][key])
+        self.assertIn("removed the UTF-8 byte-order mark", marked.info["repairs"])
+
+    def test_last_line_cut_inside_its_timestamp_is_dropped(self):
+        lines = ml100k_lines(3001)
+        user, item, rating, time = lines[-1].split("\t")
+        complete = self.prepare_text("".join(lines[:-1]))
+        cut = self.prepare_text("".join(lines[:-1]) + "\t".join([user, item, rating, time[:5]]))
+        self.assertEqual(cut.rows, complete.rows)
+        account = cut.info["accounting"]["u.data"]
+        self.assertEqual(account["kinds"][TRUNCATED], 1)
+        self.assertEqual(account["read"], 3001)
+        self.assertEqual(account["dropped"], complete.info["accounting"]["u.data"]["dropped"] + 1)
+
+    def test_empty_and_header_only_files_are_refused(self):
+        with self.assertRaisesRegex(ZooError, r"u.data: the file is empty$"):
+            self.prepare_text("")
+        folder = self.get_temp_dir()
+        with open(os.path.join(folder, "ratings.csv"), "w") as f:
+            f.write("userId,movieId,rating,timestamp\n")
+        with self.assertRaisesRegex(ZooError, r"ratings.csv: the file holds only its header line, no data rows$"):
+            prepare("movielens", folder, cache_dir=self.get_temp_dir())
+        with self.assertRaisesRegex(ZooError, r"u.data: no row is left \(u.data: read 3 row\(s\); removed 3"):
+            self.prepare_text("".join(ml100k_lines(3)))  # nobody has 5 ratings

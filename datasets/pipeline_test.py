@@ -64,7 +64,8 @@ class PipelineTest(TestCase):
                     self.assertEqual(weights[row, slot], 0.0)
                     continue
                 # prefix-valid mask: candidate j sees the behaviours with hist_time < cand_time[j]
-                visible = (grouped["hist_time"][row] < grouped["cand_time"][row, slot]) & (grouped["hist_item_id"][row] > 0)
+                earlier = grouped["hist_time"][row] < grouped["cand_time"][row, slot]
+                visible = earlier & (grouped["hist_item_id"][row] > 0)
                 own = single["hist_item_id"][sample][single["hist_item_id"][sample] > 0]
                 self.assertEqual(grouped["hist_item_id"][row][visible].tolist(), own.tolist())
                 self.assertEqual(labels[row, slot], single_labels[sample, 0])

@@ -1,14 +1,18 @@
 """The papers' preprocessing steps, shared by the readers.
 
 Vocabularies, hash buckets and numeric buckets are fitted on the training split only; ids follow the
-contract (0 = padding, 1..n = fitted values, n + 1 = out-of-vocabulary). Time splits, k-core filtering
-and history indexing work on NumPy arrays of already-parsed events.
+contract (0 = padding, 1..n = fitted values, n + 1 = out-of-vocabulary). A fitted one is plain data:
+`get_state()` gives a JSON-serialisable dict and `from_state(state)` rebuilds it (the pieces of
+`zoo.datasets.fitted`'s preprocessing.json). Time splits, k-core filtering and history indexing work on
+NumPy arrays of already-parsed events.
 """
 
 import math
 import zlib
 
 import numpy as np
+
+from zoo.errors import ZooError
 
 
 class Vocabulary:
@@ -60,6 +64,23 @@ class Vocabulary:
             return self.hashed.lookup(token)
         return self.index.get(token, len(self.index) + 1)
 
+    @classmethod
+    def from_tokens(cls, tokens):
+        """A fitted Vocabulary whose token `tokens[i]` has id i + 1."""
+        vocabulary = cls()
+        vocabulary.index = {token: i + 1 for i, token in enumerate(tokens)}
+        if len(vocabulary.index) != len(tokens):
+            raise ZooError("a vocabulary lists the same token twice")
+        return vocabulary
+
+    def get_state(self):
+        """{"kind": "vocabulary", "tokens": [token of id 1, id 2, ...]}, or the HashedIds' state."""
+        if self.index is None:
+            raise ZooError("the vocabulary is not fitted yet (call finalize first)")
+        if self.hashed is not None:
+            return self.hashed.get_state()
+        return {"kind": "vocabulary", "tokens": sorted(self.index, key=self.index.get)}
+
 
 class HashedIds:
     """Token -> 1 + crc32(token) mod `buckets` (a stable hash; DeRes hashes high-cardinality fields)."""
@@ -77,6 +98,9 @@ class HashedIds:
 
     def lookup(self, token):
         return 1 + zlib.crc32(token.encode("latin-1")) % self.buckets
+
+    def get_state(self):
+        return {"kind": "hashed", "buckets": self.buckets}
 
 
 class QuantileBuckets:
@@ -130,6 +154,44 @@ class QuantileBuckets:
         if math.isnan(value):
             value = self.mean
         return 1 + int(np.searchsorted(self.edges, value, side="right"))
+
+    def get_state(self):
+        if self.edges is None:
+            raise ZooError("the buckets are not fitted yet (call finalize first)")
+        return {"kind": "quantile_buckets", "num_buckets": self.num_buckets, "mean": self.mean,
+                "edges": [float(e) for e in self.edges]}
+
+
+def from_state(state):
+    """The fitted Vocabulary, HashedIds or QuantileBuckets that `get_state()` described."""
+    kind = state.get("kind") if isinstance(state, dict) else None
+    try:
+        if kind == "vocabulary":
+            tokens = state["tokens"]
+            if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+                raise ValueError("tokens must be a list of strings")
+            return Vocabulary.from_tokens(tokens)
+        if kind == "hashed":
+            return HashedIds(_positive(state["buckets"]))
+        if kind == "quantile_buckets":
+            buckets = QuantileBuckets(_positive(state["num_buckets"]), reservoir=0)
+            buckets.reservoir = None
+            buckets.mean = float(state["mean"])
+            buckets.edges = np.asarray(state["edges"], dtype=np.float64)
+            if buckets.edges.ndim != 1 or np.any(np.diff(buckets.edges) <= 0):
+                raise ValueError("edges must be increasing numbers")
+            return buckets
+    except KeyError as error:
+        raise ZooError(f"a fitted {kind} lacks {error}") from None
+    except (TypeError, ValueError) as error:
+        raise ZooError(f"a fitted {kind} is malformed: {error}") from None
+    raise ZooError(f"unknown fitted table kind {kind!r} (kinds: vocabulary, hashed, quantile_buckets)")
+
+
+def _positive(value):
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"expected a positive integer, found {value!r}")
+    return value
 
 
 def log_count(value):

@@ -18,14 +18,19 @@ DAY = 1511539200 + 3600  # inside Taobao's date range
 
 def _criteo(rng):
     rows = [
-        ",".join([str(i % 2)] + [str(int(v)) for v in rng.integers(0, 50, 13)] + [f"{v:08x}" for v in rng.integers(0, 9, 26)])
+        ",".join(
+            [str(i % 2)] + [str(int(v)) for v in rng.integers(0, 50, 13)] + [f"{v:08x}" for v in rng.integers(0, 9, 26)]
+        )
         for i in range(30)
     ]
     return ["label," + ",".join(criteo.NUMERIC + criteo.CATEGORICAL)] + rows
 
 
 def _avazu(rng):
-    rows = [",".join([str(i), str(i % 2), str(14102100 + i // 10)] + [f"v{v}" for v in rng.integers(0, 5, 21)]) for i in range(30)]
+    rows = [
+        ",".join([str(i), str(i % 2), str(14102100 + i // 10)] + [f"v{v}" for v in rng.integers(0, 5, 21)])
+        for i in range(30)
+    ]
     return [",".join(avazu.HEADER)] + rows
 
 
@@ -43,7 +48,8 @@ def _behaviors(rng):
 
 def _ads(rng):
     rows = [
-        f"{i % 2},2017-05-06 00:00:0{i % 3},{i % 4},{i % 5},430548_1007,{i % 3},{i},{i},{i % 2},{1.5 * i},0,3,2,3,,3,0,,{i % 5}^{(i + 1) % 5}"
+        f"{i % 2},2017-05-06 00:00:0{i % 3},{i % 4},{i % 5},430548_1007,{i % 3},{i},{i},{i % 2},{1.5 * i},"
+        f"0,3,2,3,,3,0,,{i % 5}^{(i + 1) % 5}"
         for i in range(10)
     ]
     return [",".join(taobao.ADS_HEADER)] + rows
@@ -117,7 +123,8 @@ class ReaderFuzzTest(TestCase):
     def check(self, name, folder, path, protocol, line, must_fail):
         reader = "taobao" if name == "taobao_ads" else name
         try:
-            processed = prepare(reader, folder, protocol=protocol, cache_dir=os.path.join(folder, "cache"), verbose=False)
+            cache = os.path.join(folder, "cache")
+            processed = prepare(reader, folder, protocol=protocol, cache_dir=cache, verbose=False)
             self.assertFalse(must_fail, "a malformed row was accepted")
         except ZooError as error:
             message = str(error)

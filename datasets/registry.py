@@ -1,8 +1,11 @@
 """One entry point over the readers: `load(name, path, ...)` and `names()`."""
 
+import hashlib
 import importlib
+import json
 
 from zoo.datasets import storage
+from zoo.datasets.fitted import read_preprocessing
 from zoo.datasets.pipeline import make_dataset
 from zoo.errors import ZooError
 
@@ -20,9 +23,24 @@ def names():
     return {name: dict(reader_module(name).PROTOCOLS) for name in READERS}
 
 
-def resolve(name, path, protocol=None, options=None):
-    """(reader module, protocol, full options, raw files) after checking the arguments."""
+def resolve(name, path, protocol=None, options=None, preprocessing=None):
+    """(reader module, protocol, full options, raw files, fitted state or None) after checking the
+    arguments. With `preprocessing`, the protocol and options are the fitted ones; options given as
+    well must agree with them."""
     reader = reader_module(name)
+    fitted = None
+    if preprocessing is not None:
+        fitted = read_preprocessing(preprocessing)
+        if fitted["dataset"] != name:
+            raise ZooError(f"the preprocessing was fitted on {fitted['dataset']}, not {name}")
+        if protocol not in (None, fitted["protocol"]):
+            raise ZooError(f"the preprocessing was fitted under protocol '{fitted['protocol']}', not '{protocol}'")
+        protocol = fitted["protocol"]
+        if protocol not in getattr(reader, "APPLIES_PREPROCESSING", ()):
+            raise ZooError(
+                f"{name}/{protocol} cannot apply a fitted preprocessing "
+                "(movielens/rest, amazon_books/rest and taobao/suan can)"
+            )
     if protocol is None:
         detect = getattr(reader, "detect_protocol", None)
         protocol = detect(path) if detect else reader.DEFAULT_PROTOCOL
@@ -36,41 +54,73 @@ def resolve(name, path, protocol=None, options=None):
             f"{name}/{protocol} has no option(s) {', '.join(unknown)} "
             f"(options: {', '.join(sorted(defaults)) or 'none'})"
         )
-    full = {**defaults, **options}
-    return reader, protocol, full, reader.raw_files(path, protocol)
+    if fitted is not None:
+        given = json.loads(json.dumps(options))  # tuples -> lists, as in the state
+        for key, value in given.items():
+            if fitted["options"].get(key) != value:
+                raise ZooError(
+                    f"option {key}={options[key]!r} differs from the fitted preprocessing's "
+                    f"{fitted['options'].get(key)!r}; a fitted preprocessing fixes the options"
+                )
+        full = {**defaults, **fitted["options"]}
+    else:
+        full = {**defaults, **options}
+    return reader, protocol, full, reader.raw_files(path, protocol), fitted
 
 
-def prepare(name, path, *, protocol=None, cache_dir=None, verbose="auto", **options):
-    """The processed data set (read from the cache, or built and cached): a storage.Table/Events."""
-    reader, protocol, options, files = resolve(name, path, protocol, options)
+def prepare(name, path, *, protocol=None, cache_dir=None, verbose="auto", preprocessing=None, **options):
+    """The processed data set (read from the cache, or built and cached): a storage.Table/Events.
+
+    With `preprocessing` (a fitted state, or its preprocessing.json file or folder: see
+    zoo.datasets.fitted), the reader applies it instead of fitting: scoring mode, one split "all"."""
+    reader, protocol, options, files, fitted = resolve(name, path, protocol, options, preprocessing)
     cache_dir = cache_dir or storage.default_cache_dir()
-    key = storage.cache_key(files, name, protocol, options)
+    identity = dict(options)
+    if fitted is not None:
+        identity["preprocessing"] = hashlib.sha1(json.dumps(fitted, sort_keys=True).encode()).hexdigest()
+    key = storage.cache_key(files, name, protocol, identity)
+    extra = {} if fitted is None else {"fitted": fitted}
     directory = storage.cached(
-        cache_dir, name, protocol, key, lambda out: reader.build(files, protocol, options, out, verbose)
+        cache_dir, name, protocol, key, lambda out: reader.build(files, protocol, options, out, verbose, **extra)
     )
     return storage.open_processed(directory)
 
 
-def load(name, path, *, protocol=None, split="train", batch_size=256, shuffle=None, seed=0, mode=None,
+def load(name, path, *, protocol=None, split=None, batch_size=256, shuffle=None, seed=0, mode=None,
          num_candidates=None, with_weights=False, drop_remainder=False, repeat=False, cache_dir=None, verbose="auto",
-         with_info=False, **options):
+         with_info=False, preprocessing=None, **options):
     """A data set's split as a tf.data pipeline in the input contract: (dataset, schema[, info]).
 
     Args:
         name: one of `names()`.
         path: the user's raw file or folder (what the data set's provider distributes).
         protocol: the paper's preprocessing (`names()[name]`); None = the data set's default.
-        split: "train", "validation" or "test" (splits are by time unless the protocol says otherwise).
+        split: "train" (the default), "validation" or "test" (splits are by time unless the protocol says
+            otherwise); with `preprocessing`, "all" (the default there, and the only split).
         batch_size, shuffle (default: train only), seed, drop_remainder, repeat: the pipeline.
         mode: None, "parallel" (m2 candidates per row) or "prefix" (ReST's user-level shared prefix);
             both need `num_candidates` (m2); `with_weights=True` adds weights [B, m2] (0 on the slots
             that repeat a short group's samples). See zoo.datasets.pipeline.
         cache_dir: where processed data is cached (default $ZOO_DATA_CACHE or ~/.cache/zoo/datasets).
         verbose: "auto" shows progress on large files; True/False force it.
-        with_info: also return the reader's info dict (row counts, sample_rate, fitted sizes).
+        with_info: also return the reader's info dict (row counts, sample_rate, fitted sizes, the account
+            of every raw file's rows in info["accounting"], unknown ids in scoring mode).
+        preprocessing: a fitted preprocessing (the dict of `prepare(...).preprocessing()`, or its
+            preprocessing.json file or folder) to apply instead of fitting: scoring mode, in which every
+            row of the file is a sample of split "all" (movielens, amazon_books, taobao/suan; each reader
+            module says what its scoring mode keeps and skips).
         **options: the protocol's options (see the reader module's OPTIONS).
     """
-    processed = prepare(name, path, protocol=protocol, cache_dir=cache_dir, verbose=verbose, **options)
+    if split is None:
+        split = "train" if preprocessing is None else "all"
+    elif preprocessing is not None and split != "all":
+        raise ZooError(
+            f"with a fitted preprocessing every row of the file is a sample of split 'all' (no filter or "
+            f"split of the protocol is made); got split={split!r}"
+        )
+    processed = prepare(
+        name, path, protocol=protocol, cache_dir=cache_dir, verbose=verbose, preprocessing=preprocessing, **options
+    )
     dataset, schema = make_dataset(
         processed, split, batch_size=batch_size, shuffle=shuffle, seed=seed, mode=mode,
         num_candidates=num_candidates, with_weights=with_weights, drop_remainder=drop_remainder, repeat=repeat,

@@ -2,8 +2,11 @@
 
 A processed data set lives in `<cache_dir>/<name>-<protocol>-<key>/`, where the key hashes the raw
 files (path, size, modification time), the protocol, the options and FORMAT_VERSION. It holds
-`meta.json` (the Schema, per-split row counts, the reader's info such as sample_rate) and one `.npy`
-file per array, opened memory-mapped, so a split is never loaded whole into memory.
+`meta.json` (the Schema, per-split row counts, the reader's info such as sample_rate and the account
+of every raw file's rows, `info["accounting"]`), one `.npy` file per array, opened memory-mapped, so a
+split is never loaded whole into memory, and, for readers that keep their fit, `preprocessing.json`
+(`zoo.datasets.fitted`). The splits are train, validation and test, or the one split "all" of a file
+read with a fitted preprocessing (scoring mode).
 
 - `Table`: one row per sample, every key of the contract stored as its own array (Criteo, Avazu,
   the Taobao ads and Eleme rows whose behaviour lists come inside the row).
@@ -23,7 +26,7 @@ import numpy as np
 from zoo.errors import ZooError
 from zoo.schema import Schema
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: info['accounting'] of every raw file, preprocessing.json, split 'all'
 SPLITS = ("train", "validation", "test")
 
 
@@ -128,6 +131,18 @@ class _Processed:
             raise ZooError(f"unknown split '{split}' (splits: {', '.join(self.rows)})")
         return self.rows[split]
 
+    def preprocessing(self):
+        """The fitted preprocessing state (a dict, see zoo.datasets.fitted) of this data set's fit."""
+        from zoo.datasets import fitted
+
+        path = os.path.join(self.directory, fitted.FILE_NAME)
+        if not os.path.isfile(path):
+            raise ZooError(
+                "this processed data set keeps no fitted preprocessing: only a fit of movielens/rest, "
+                "amazon_books/rest or taobao/suan does (not criteo, avazu, taobao/ads, eleme, nor a scoring-mode read)"
+            )
+        return fitted.read_preprocessing(path)
+
 
 class Table(_Processed):
     """Row-per-sample arrays: `take(split, index)` -> (features, labels [n, 1])."""
@@ -175,6 +190,13 @@ class Events(_Processed):
 
     def _sample(self, split, key, index):
         return np.asarray(self._load(f"{split}.{key}")[index])
+
+    def source_lines(self, split):
+        """The raw file's line number of each sample of `split`, in sample order (scoring mode, "all")."""
+        self.num_rows(split)
+        if not os.path.isfile(os.path.join(self.directory, f"{split}.line.npy")):
+            raise ZooError(f"split '{split}' keeps no source lines (only the split 'all' of a scoring-mode read does)")
+        return np.asarray(self._load(f"{split}.line"))
 
     def take(self, split, index):
         index = np.sort(index)

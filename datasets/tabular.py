@@ -7,6 +7,7 @@ in `Repairs`), a split rule and one encoder per contract key.
 """
 
 import math
+import os
 
 import numpy as np
 
@@ -136,7 +137,7 @@ def build_table(path, *, delimiter, num_fields, header, parse, split_of, encoder
         encoders: {contract key: encoder}; fitted on train rows, in pass 1.
         make_schema: () -> Schema, called after fitting (encoders know their sizes).
         info: extra JSON-able facts for meta.json.
-    Returns the repair summary of pass 1 (already printed).
+    Returns the account of pass 1 (already printed; also in the info as `repairs` and `accounting`).
     """
     sources = [(path, None)] if isinstance(path, str) else list(path)
 
@@ -148,19 +149,21 @@ def build_table(path, *, delimiter, num_fields, header, parse, split_of, encoder
                 parsed = parse(line, fields, repairs)
                 if parsed is not None:
                     values, label = parsed
-                    yield (split_of(line, index, values) if fixed is None else fixed), values, label
+                    yield file, (split_of(line, index, values) if fixed is None else fixed), values, label
 
     repairs_of = {file: Repairs(file) for file, _ in sources}
     rows = [0, 0, 0]
-    for split, values, _ in rows_of(repairs_of, verbose):
+    written = dict.fromkeys(repairs_of, 0)
+    for file, split, values, _ in rows_of(repairs_of, verbose):
         rows[split] += 1
+        written[file] += 1
         if split == 0:
             for key, encoder in encoders.items():
                 encoder.fit(values[key])
     for encoder in encoders.values():
         encoder.finalize()
-    for repairs in repairs_of.values():
-        repairs.report()
+    for file, repairs in repairs_of.items():
+        repairs.finish(written[file]).report()
 
     spec = {key: (encoder.shape, encoder.dtype) for key, encoder in encoders.items()}
     spec["labels"] = ((), "float32")
@@ -175,7 +178,7 @@ def build_table(path, *, delimiter, num_fields, header, parse, split_of, encoder
             values.clear()
 
     silent = {file: Repairs(file) for file, _ in sources}
-    for split, values, label in rows_of(silent, False):
+    for _, split, values, label in rows_of(silent, False):
         buffer = buffers[split]
         for key, encoder in encoders.items():
             buffer[key].append(encoder.lookup(values[key]))
@@ -188,8 +191,9 @@ def build_table(path, *, delimiter, num_fields, header, parse, split_of, encoder
     writer.close()
     # The labels array is [n] on disk; the Table reader returns it as [n, 1].
     schema = make_schema()
-    summary = "; ".join(r.summary() for r in repairs_of.values() if r.summary())
-    storage.write_meta(out_dir, "table", schema, counts, dict(info or {}, repairs=summary))
+    summary = " | ".join(r.summary() for r in repairs_of.values())
+    accounting = {os.path.basename(file): r.accounting() for file, r in repairs_of.items()}
+    storage.write_meta(out_dir, "table", schema, counts, dict(info or {}, repairs=summary, accounting=accounting))
     return summary
 
 

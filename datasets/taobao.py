@@ -16,6 +16,16 @@ candidate is that behaviour's item.
   2017-11-25..2017-12-03 with a few outliers) are dropped and counted; None keeps all.
 - Split by time, in whole days (UTC+8): about 80/10/10 of the behaviours, the last day always test.
   Item and category vocabularies are fitted on training behaviours; ctx_hour is the hour (UTC+8) + 1.
+  The fit (item, category and user vocabularies, sample_rate) is kept as `preprocessing.json` beside the
+  processed data (`prepare(...).preprocessing()`).
+- Scoring mode, `load(path, preprocessing=<that state, or its file>)`: the fitted vocabularies are
+  applied instead of fitted (unknown raw ids -> the OOV id, counted in the info's `unknown_ids` and the
+  printed account); the schema and sample_rate are the fitted ones. Every behaviour of the file with an
+  earlier behaviour of its user in the file is a sample of the one split "all" (label 1, its own item as
+  the candidate, the same history and context features as in training); nothing is sampled, no split is
+  made and the date range is not applied (the rows to score may come from any day). As in training, a
+  user's first behaviour makes no sample (counted). Samples are in (user, time) order;
+  `prepare(...).source_lines("all")` gives the file line of each.
 
 Protocol `ads`: the Ali_Display_Ad_Click rows joined with the ad and user tables, as FuxiCTR ships
 them: a folder of train/valid/test CSVs with header clk,time_stamp,userid,adgroup_id,pid,cate_id,
@@ -29,10 +39,12 @@ time=False). An empty categorical is its own value. The splits are the files'.
 
 import datetime
 import math
+import os
 
 import numpy as np
 
 from zoo.datasets import events, preprocess, tabular
+from zoo.datasets import fitted as fitted_state
 from zoo.datasets.reading import Repairs, find_file, first_line, read_rows
 from zoo.errors import ZooError
 from zoo.feature import Feature
@@ -42,6 +54,7 @@ PROTOCOLS = {
     "suan": "UserBehavior: target-aware samples, next behaviour = 1, sampled negatives = 0 (sample_rate), day split",
     "ads": "display ads joined rows (FuxiCTR train/valid/test) with the ^-separated click_sequence as history",
 }
+APPLIES_PREPROCESSING = ("suan",)  # protocols whose fit can be applied to new rows (scoring mode)
 DEFAULT_PROTOCOL = "suan"
 OPTIONS = {
     "suan": {
@@ -57,7 +70,9 @@ ADS_HEADER = (
     "cms_segid", "cms_group_id", "final_gender_code", "age_level", "pvalue_level", "shopping_level",
     "occupation", "new_user_class_level", "click_sequence",
 )
-ADS_SPLITS = {0: ("train.csv", "train_sample.csv"), 1: ("valid.csv", "valid_sample.csv"), 2: ("test.csv", "test_sample.csv")}
+ADS_SPLITS = {
+    0: ("train.csv", "train_sample.csv"), 1: ("valid.csv", "valid_sample.csv"), 2: ("test.csv", "test_sample.csv"),
+}
 
 
 def detect_protocol(path):
@@ -75,9 +90,9 @@ def raw_files(path, protocol):
     return [find_file(path, ADS_SPLITS[code], "taobao ads") for code in range(3)]
 
 
-def build(files, protocol, options, out_dir, verbose):
+def build(files, protocol, options, out_dir, verbose, fitted=None):
     if protocol == "suan":
-        _build_suan(files[0], options, out_dir, verbose)
+        _build_suan(files[0], options, out_dir, verbose, fitted)
     else:
         _build_ads(files, options, out_dir, verbose)
 
@@ -88,87 +103,128 @@ def _day_seconds(text, end=False):
     return int(day.timestamp()) - BEIJING + (86400 if end else 0)
 
 
-def _read_behaviors(path, repairs, verbose):
+def _read_behaviors(path, repairs, verbose, lines=False):
     users, items, categories = events.Interner(), events.Interner(), events.Interner()
-    columns = events.EventColumns(
-        {"user": np.int64, "item": np.int64, "category": np.int64, "behavior": np.int32, "time": np.int64}
-    )
+    dtypes = {"user": np.int64, "item": np.int64, "category": np.int64, "behavior": np.int32, "time": np.int64}
+    columns = events.EventColumns(dict(dtypes, line=np.int64) if lines else dtypes)
     for line, fields in read_rows(path, ",", 5, repairs, verbose=verbose):
         user, item, category, behavior, time = (f.strip() for f in fields)
         if not (user and item and category and behavior and time):
-            repairs.add("dropped {n} row(s) with an empty field")
+            repairs.drop("dropped {n} row(s) with an empty field")
             continue
         if behavior not in BEHAVIORS:
             repairs.error(line, f"column 'behavior_type' should be one of pv, fav, cart, buy, found {behavior[:40]!r}")
         time = repairs.number(time, line, "timestamp", int)
         if not 0 <= time < 2**40:
             repairs.error(line, f"column 'timestamp' should be unix seconds, found {time}")
+        row = {"line": line} if lines else {}
         columns.append(
-            user=users(user), item=items(item), category=categories(category), behavior=BEHAVIORS[behavior], time=time
+            user=users(user), item=items(item), category=categories(category), behavior=BEHAVIORS[behavior],
+            time=time, **row,
         )
-    return columns.arrays(), len(users), len(items), len(categories)
+    return columns.arrays(), users, items, categories
 
 
-def _build_suan(path, options, out_dir, verbose):
+def _build_suan(path, options, out_dir, verbose, fitted=None):
     repairs = Repairs(path)
-    data, num_users, num_items, num_categories = _read_behaviors(path, repairs, verbose)
-    if options["date_range"] is not None:
+    data, users, items, categories = _read_behaviors(path, repairs, verbose, lines=fitted is not None)
+    if options["date_range"] is not None and fitted is None:
         first, last = options["date_range"]
         inside = (data["time"] >= _day_seconds(first)) & (data["time"] < _day_seconds(last, end=True))
-        repairs.add("dropped {n} behaviour(s) outside the date range %s..%s" % (first, last), int((~inside).sum()))
+        repairs.drop("dropped {n} behaviour(s) outside the date range %s..%s" % (first, last), int((~inside).sum()))
         data = events.select(data, inside)
     data = events.order_events(data)
+    repairs.finish(data["user"].shape[0])
     start = preprocess.block_starts(data["user"])
     end = preprocess.history_ends(data["user"], data["time"])
-    split = preprocess.split_by_time(data["time"], preprocess.day_cuts(data["time"], utc_offset=BEIJING))
-    train = split == 0
-    item_ids, item_size = events.fit_ids(data["item"], train, num_items)
-    category_ids, category_size = events.fit_ids(data["category"], train, num_categories)
-    user_ids, user_size = events.fit_ids(data["user"], train, num_users)
+    info = {}
+    if fitted is None:
+        split = preprocess.split_by_time(data["time"], preprocess.day_cuts(data["time"], utc_offset=BEIJING))
+        train = split == 0
+        item_vocabulary, item_ids = events.fit_vocabulary(items, data["item"], train)
+        category_vocabulary, category_ids = events.fit_vocabulary(categories, data["category"], train)
+        user_vocabulary, user_ids = events.fit_vocabulary(users, data["user"], train)
+        item_ids, category_ids = item_ids[data["item"]], category_ids[data["category"]]
+        user_ids = user_ids[data["user"]]
+        item_size, category_size = item_vocabulary.size, category_vocabulary.size
+    else:
+        schema, tables = fitted_state.tables(fitted, ("item_id", "category", "user_id"))
+        split = np.zeros(data["user"].shape[0], dtype=np.int8)
+        item_ids, unknown_items = events.apply_vocabulary(tables["item_id"], items, data["item"])
+        category_ids, unknown_categories = events.apply_vocabulary(tables["category"], categories, data["category"])
+        user_ids, unknown_users = events.apply_vocabulary(tables["user_id"], users, data["user"])
+        info["unknown_ids"] = {"item_id": unknown_items, "category": unknown_categories, "user_id": unknown_users}
+        events.note_unknown(repairs, info["unknown_ids"])
     history = {
-        "hist_item_id": item_ids[data["item"]],
-        "hist_category": category_ids[data["category"]],
+        "hist_item_id": item_ids,
+        "hist_category": category_ids,
         "hist_behavior": data["behavior"].astype(np.int32),
         "hist_time": data["time"],
     }
-    # Category of each training item id (for the sampled negatives): the last one seen in training.
-    item_category = np.zeros(item_size, dtype=np.int32)
-    item_category[history["hist_item_id"][train]] = history["hist_category"][train]
-    known = item_size - 2  # ids 1..known were fitted
     has_history = end > start
-    repairs.add("made no sample for {n} first behaviour(s) of a user (no earlier history)", int((~has_history).sum()))
+    repairs.note("made no sample for {n} first behaviour(s) of a user (no earlier history)", int((~has_history).sum()))
     repairs.report()
-    if known < 2 and options["negatives"]:
-        raise ZooError(f"{path}: fewer than 2 items in the training days; cannot sample negatives")
+    if fitted is None:
+        # Category of each training item id (for the sampled negatives): the last one seen in training.
+        item_category = np.zeros(item_size, dtype=np.int32)
+        item_category[item_ids[train]] = category_ids[train]
+        known = item_size - 2  # ids 1..known were fitted
+        if known < 2 and options["negatives"]:
+            raise ZooError(f"{path}: fewer than 2 items in the training days; cannot sample negatives")
+        k = options["negatives"]
+        splits = ("train", "validation", "test")
+    else:
+        item_category, known, k, splits = None, None, 0, ("all",)
     rng = np.random.default_rng(options["seed"])
-    k = options["negatives"]
     samples = {}
-    for code, name in enumerate(("train", "validation", "test")):
+    for code, name in enumerate(splits):
         rows = np.flatnonzero((split == code) & has_history)
-        positive = history["hist_item_id"][rows]
+        positive = item_ids[rows]
         # [n, 1 + k]: the positive, then k sampled items != positive (uniform over the other ids).
-        drawn = rng.integers(1, max(known, 2), size=(rows.size, k))  # 1..known-1
+        drawn = rng.integers(1, max(known or 0, 2), size=(rows.size, k))  # 1..known-1
         drawn = np.where(drawn >= positive[:, None], drawn + 1, drawn) if k else drawn
         cand = np.concatenate([positive[:, None], drawn], axis=1).astype(np.int32)
         width = cand.shape[1]
-        cand_category = np.concatenate(
-            [history["hist_category"][rows][:, None], item_category[drawn]], axis=1
-        ).astype(np.int32)
+        drawn_category = item_category[drawn] if k else drawn
+        cand_category = np.concatenate([category_ids[rows][:, None], drawn_category], axis=1).astype(np.int32)
         repeat = lambda a: np.repeat(a, width)  # noqa: E731
         time = repeat(data["time"][rows])
         samples[name] = {
             "start": repeat(start[rows]),
             "end": repeat(end[rows]),
             "user": repeat(data["user"][rows]),
-            "user_user_id": repeat(user_ids[data["user"][rows]]),
+            "user_user_id": repeat(user_ids[rows]),
             "cand_item_id": cand.reshape(-1),
             "cand_category": cand_category.reshape(-1),
             "cand_time": time,
             "ctx_hour": (((time + BEIJING) // 3600) % 24 + 1).astype(np.int32),
             "labels": np.tile(np.eye(1, width, dtype=np.float32)[0], rows.size),
         }
+        if fitted is not None:
+            samples[name]["line"] = data["line"][rows]
+    if fitted is None:
+        schema = _suan_schema(options, item_size, category_size, user_vocabulary.size)
+        info.update(sample_rate=k / (known - 1) if known > 1 else 1.0, negatives=k)
+    else:
+        info.update(sample_rate=fitted["info"].get("sample_rate"), negatives=0)
+    info.update(
+        repairs=repairs.summary(),
+        accounting={os.path.basename(path): repairs.accounting()},
+        label="1 = the user's real next behaviour (pv/fav/cart/buy); 0 = a uniformly sampled item",
+    )
+    events.write_events(out_dir, schema, history, samples, info)
+    if fitted is None:
+        state = fitted_state.make_state(
+            "taobao", "suan", options, schema,
+            {"item_id": item_vocabulary, "category": category_vocabulary, "user_id": user_vocabulary},
+            info={"sample_rate": info["sample_rate"]},
+        )
+        fitted_state.save_preprocessing(state, out_dir)
+
+
+def _suan_schema(options, item_size, category_size, user_size):
     d = options["embedding_dim"]
-    schema = Schema(
+    return Schema(
         features=(
             Feature("item_id", "hist", int(item_size), d),
             Feature("category", "hist", int(category_size), d),
@@ -181,13 +237,6 @@ def _build_suan(path, options, out_dir, verbose):
         sequence_length=options["sequence_length"],
         time=True,
     )
-    info = {
-        "repairs": repairs.summary(),
-        "sample_rate": k / (known - 1) if known > 1 else 1.0,
-        "negatives": k,
-        "label": "1 = the user's real next behaviour (pv/fav/cart/buy); 0 = a uniformly sampled item",
-    }
-    events.write_events(out_dir, schema, history, samples, info)
 
 
 # ---------------------------------------------------------------------------------------- ads
@@ -206,18 +255,21 @@ USER_FIELDS = {
     "age_level": "age_level", "pvalue_level": "pvalue_level", "shopping_level": "shopping_level",
     "occupation": "occupation", "new_user_class_level": "new_user_class_level",
 }
-CAND_FIELDS = {"adgroup_id": "item_id", "cate_id": "category", "campaign_id": "campaign_id", "customer": "customer", "brand": "brand"}
+CAND_FIELDS = {
+    "adgroup_id": "item_id", "cate_id": "category", "campaign_id": "campaign_id", "customer": "customer",
+    "brand": "brand",
+}
 
 
 def _parse_ads(line, fields, repairs):
     row = dict(zip(ADS_HEADER, (f.strip() for f in fields)))
     if row["clk"] == "":
-        repairs.add("dropped {n} row(s) with an empty clk")
+        repairs.drop("dropped {n} row(s) with an empty clk")
         return None
     if row["clk"] not in ("0", "1"):
         repairs.error(line, f"column 'clk' should be 0 or 1, found {row['clk'][:40]!r}")
     if row["time_stamp"] == "":
-        repairs.add("dropped {n} row(s) with an empty time_stamp")
+        repairs.drop("dropped {n} row(s) with an empty time_stamp")
         return None
     time = _timestamp(row["time_stamp"], line, repairs)
     values = {f"user_{name}": row[column] for column, name in USER_FIELDS.items()}
@@ -225,7 +277,7 @@ def _parse_ads(line, fields, repairs):
     values["ctx_pid"] = row["pid"]
     values["ctx_hour"] = str(((time + BEIJING) // 3600) % 24)
     if row["price"] == "":
-        repairs.add("filled {n} missing price(s) with the training mean")
+        repairs.repair("filled {n} missing price(s) with the training mean", line)
         price = math.nan
     else:
         price = repairs.number(row["price"], line, "price")

@@ -5,14 +5,18 @@ import numpy as np
 
 from tests.testing import SHARED_DATA, TestCase
 from zoo.datasets import load, prepare, taobao
+from zoo.datasets.reading import TRUNCATED
+from zoo.errors import ZooError
 
 BEHAVIOR = SHARED_DATA / "taobao-userbehavior" / "UserBehavior.csv"
 ADS = SHARED_DATA / "fuxictr-tiny-taobaoad"
+NO_HISTORY = "made no sample for {n} first behaviour(s) of a user (no earlier history)"
 
 
 def no_future(test, features):
     valid = features["hist_item_id"] > 0
-    test.assertTrue(np.all(features["hist_time"][valid] < np.broadcast_to(features["cand_time"][:, :1], valid.shape)[valid]))
+    cand_time = np.broadcast_to(features["cand_time"][:, :1], valid.shape)
+    test.assertTrue(np.all(features["hist_time"][valid] < cand_time[valid]))
 
 
 @unittest.skipUnless(BEHAVIOR.exists(), "shared Taobao UserBehavior sample not available")
@@ -21,6 +25,11 @@ class UserBehaviorTest(TestCase):
         processed = prepare("taobao", BEHAVIOR.parent, cache_dir=self.get_temp_dir(), sequence_length=10, negatives=2)
         info = processed.info
         self.assertIn("dropped 1 truncated last row(s)", info["repairs"])  # the file is cut off
+        account = info["accounting"]["UserBehavior.csv"]
+        dates = "dropped {n} behaviour(s) outside the date range 2017-11-25..2017-12-03"
+        self.assertEqual((account["read"], account["repaired"]), (84_476, 0))
+        self.assertEqual(account["dropped"], 1 + account["kinds"].get(dates, 0))
+        self.assertEqual(account["read"], account["kept"] + account["dropped"])
         items = processed.schema.feature("cand_item_id").vocabulary_size - 2
         self.assertAlmostEqual(info["sample_rate"], 2 / (items - 1))
         self.assertTrue(all(processed.rows[s] > 0 for s in ("train", "validation", "test")))
@@ -72,6 +81,45 @@ class DisplayAdsTest(TestCase):
             if last and last[0] in ids:
                 self.assertEqual(hist[-1], ids[last[0]])
         self.assertEqual(labels.sum(), sum(float(r[0]) for r in rows))
+        files = ["test_sample.csv", "train_sample.csv", "valid_sample.csv"]
+        self.assertEqual(sorted(processed.info["accounting"]), files)
+        for account in processed.info["accounting"].values():  # a missing price is a counted repair
+            self.assertEqual(account["read"], account["kept"] + account["repaired"] + account["dropped"])
+            self.assertEqual(account["read"], 100)
+
+
+def behavior_lines(count):
+    """The first `count` lines of the shared UserBehavior.csv (each with its newline)."""
+    with open(BEHAVIOR) as f:
+        return [next(f) for _ in range(count)]
+
+
+@unittest.skipUnless(BEHAVIOR.exists(), "shared Taobao UserBehavior sample not available")
+class UserBehaviorRawFileTest(TestCase):
+    def prepare_text(self, text):
+        folder = self.get_temp_dir()
+        with open(os.path.join(folder, "UserBehavior.csv"), "wb") as f:
+            f.write(text if isinstance(text, bytes) else text.encode())
+        return prepare("taobao", folder, cache_dir=self.get_temp_dir(), sequence_length=4, verbose=False)
+
+    def test_byte_order_mark_does_not_make_a_new_user(self):
+        text = "".join(behavior_lines(2000))
+        plain, marked = self.prepare_text(text), self.prepare_text(b"\xef\xbb\xbf" + text.encode())
+        self.assertEqual(marked.rows, plain.rows)  # user 1's second behaviour keeps its sample
+        self.assertEqual(marked.schema, plain.schema)
+        self.assertEqual(marked.info["accounting"]["UserBehavior.csv"]["kept"], 2000)
+
+    def test_last_line_cut_inside_its_timestamp_is_dropped(self):
+        lines = behavior_lines(2001)
+        cut = self.prepare_text("".join(lines[:-1]) + lines[-1][: lines[-1].rindex(",") + 6])
+        account = cut.info["accounting"]["UserBehavior.csv"]
+        self.assertEqual(account["kinds"], {TRUNCATED: 1, NO_HISTORY: account["kinds"][NO_HISTORY]})
+        self.assertEqual((account["read"], account["kept"], account["dropped"]), (2001, 2000, 1))
+        self.assertEqual(cut.rows, self.prepare_text("".join(lines[:-1])).rows)
+
+    def test_empty_file_is_refused(self):
+        with self.assertRaisesRegex(ZooError, r"UserBehavior.csv: the file is empty$"):
+            self.prepare_text("")
 
 
 class UserBehaviorFormatTest(TestCase):

@@ -36,7 +36,8 @@ KEYS = {
                          "cand_item_id", "cand_category", "cand_time", "ctx_hour"],
     ("taobao", "ads"): ["hist_item_id"] + [f"user_{n}" for n in taobao.USER_FIELDS.values()]
     + [f"cand_{n}" for n in taobao.CAND_FIELDS.values()] + ["ctx_pid", "ctx_hour", "num_price"],
-    ("eleme", "suan"): [f"hist_{v[0]}" for v in eleme.ITEM.values()] + [f"hist_{n}" for n in eleme.BEHAVIOUR_ONLY.values()]
+    ("eleme", "suan"): [f"hist_{v[0]}" for v in eleme.ITEM.values()]
+    + [f"hist_{n}" for n in eleme.BEHAVIOUR_ONLY.values()]
     + ["hist_time"] + [f"user_{n}" for n in eleme.USER.values()] + [f"cand_{v[0]}" for v in eleme.ITEM.values()]
     + ["cand_time"] + [f"ctx_{n}" for n in eleme.CONTEXT.values()] + [f"num_{n}" for n in eleme.NUM],
 }
@@ -71,7 +72,10 @@ class _ZooBuilder(tfds.core.GeneratorBasedBuilder):
             builder=self,
             description=f"zoo.datasets {self.NAME}, protocol {protocol}: {self.builder_config.description}",
             features=tfds.features.FeaturesDict(
-                {"features": tfds.features.FeaturesDict(inner), "label": tfds.features.Tensor(shape=(1,), dtype=np.float32)}
+                {
+                    "features": tfds.features.FeaturesDict(inner),
+                    "label": tfds.features.Tensor(shape=(1,), dtype=np.float32),
+                }
             ),
             supervised_keys=("features", "label"),
             metadata=tfds.core.MetadataDict(),

@@ -29,7 +29,9 @@ class TfdsBuilderTest(TestCase):
         self.assertEqual(len(rows), 15)
         features, labels = expected.take("test", np.arange(15))
         got = sorted((tuple(int(np.ravel(r[0][k])[0]) for k in schema.keys()), float(r[1][0])) for r in rows)
-        want = sorted((tuple(int(np.ravel(features[k][i])[0]) for k in schema.keys()), float(labels[i, 0])) for i in range(15))
+        want = sorted(
+            (tuple(int(np.ravel(features[k][i])[0]) for k in schema.keys()), float(labels[i, 0])) for i in range(15)
+        )
         self.assertEqual(got, want)
 
     def test_static_keys_match_the_readers(self):

@@ -1,0 +1,95 @@
+"""The fitted preprocessing of a data set as plain JSON (`preprocessing.json`).
+
+A model trained on a real data set only understands the ids that data set's fit gave: to score new raw
+rows, the reader must apply the same vocabularies instead of fitting new ones (as a keras-hub preset
+carries its tokenizer). A reader that supports it writes its fitted state beside the processed data
+(`zoo.datasets.prepare(...).preprocessing()`), and `zoo.datasets.load(..., preprocessing=state)` applies
+it. The state is a dict:
+
+    {"format": "zoo.datasets.preprocessing", "version": 1,
+     "dataset": "movielens", "protocol": "rest", "options": {...the protocol's options},
+     "schema": {...Schema.to_dict()}, "fitted": {"item_id": {"kind": "vocabulary", "tokens": [...]}, ...},
+     "info": {...facts of the fit a scorer needs, e.g. Taobao's sample_rate}}
+
+`fitted` holds `preprocess.Vocabulary` / `HashedIds` / `QuantileBuckets` states (`get_state()`); a
+vocabulary lists its tokens in id order (token i has id i + 1, OOV = len + 1).
+"""
+
+import json
+import os
+
+from zoo.datasets import preprocess
+from zoo.errors import ZooError
+from zoo.schema import Schema
+
+FILE_NAME = "preprocessing.json"
+FORMAT = "zoo.datasets.preprocessing"
+VERSION = 1
+KEYS = ("dataset", "protocol", "options", "schema", "fitted", "info")
+
+
+def make_state(dataset, protocol, options, schema, fitted, info=None):
+    """The state dict of a fit: `fitted` maps names to fitted Vocabulary/HashedIds/QuantileBuckets."""
+    state = {
+        "format": FORMAT, "version": VERSION, "dataset": dataset, "protocol": protocol,
+        "options": dict(options), "schema": schema.to_dict(),
+        "fitted": {name: table.get_state() for name, table in fitted.items()}, "info": dict(info or {}),
+    }
+    return json.loads(json.dumps(state))  # plain JSON types (tuples -> lists) as read back from a file
+
+
+def save_preprocessing(state, path):
+    """Writes `state` as JSON to `path` (a file, or a folder that gets `preprocessing.json`); returns the
+    file's path."""
+    state = read_preprocessing(state)
+    if os.path.isdir(path):
+        path = os.path.join(path, FILE_NAME)
+    with open(path, "w") as f:
+        json.dump(state, f)
+    return os.fspath(path)
+
+
+def read_preprocessing(source):
+    """A checked state from a dict, a preprocessing.json file or a folder holding one."""
+    where = "preprocessing"
+    if not isinstance(source, dict):
+        path = os.fspath(source)
+        if os.path.isdir(path):
+            path = os.path.join(path, FILE_NAME)
+        where = path
+        if not os.path.isfile(path):
+            raise ZooError(f"{path}: no such preprocessing file")
+        try:
+            with open(path) as f:
+                source = json.load(f)
+        except (ValueError, UnicodeDecodeError) as error:
+            raise ZooError(f"{path}: not a JSON preprocessing file ({str(error).splitlines()[0]})") from None
+    if not isinstance(source, dict) or source.get("format") != FORMAT:
+        raise ZooError(f"{where}: not a zoo.datasets preprocessing (its 'format' should be '{FORMAT}')")
+    if source.get("version") != VERSION:
+        raise ZooError(f"{where}: preprocessing format version {source.get('version')!r}; this zoo reads {VERSION}")
+    missing = [key for key in KEYS if key not in source]
+    if missing:
+        raise ZooError(f"{where}: the preprocessing lacks {', '.join(missing)}")
+    if not isinstance(source["fitted"], dict) or not isinstance(source["options"], dict):
+        raise ZooError(f"{where}: the preprocessing's 'fitted' and 'options' should be objects")
+    return source
+
+
+def tables(state, names):
+    """(the state's Schema, {name: fitted table} for `names`), each table checked against the schema: its
+    size is the vocabulary size of every schema feature of that name."""
+    schema = Schema.from_dict(state["schema"])
+    found = {}
+    for name in names:
+        if name not in state["fitted"]:
+            raise ZooError(f"the {state['dataset']} preprocessing has no fitted '{name}'")
+        table = preprocess.from_state(state["fitted"][name])
+        for feature in schema.features:
+            if feature.name == name and feature.vocabulary_size != table.size:
+                raise ZooError(
+                    f"the {state['dataset']} preprocessing is inconsistent: '{name}' has {table.size} ids "
+                    f"but its schema's {feature.key} has {feature.vocabulary_size}"
+                )
+        found[name] = table
+    return schema, found
