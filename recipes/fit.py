@@ -6,6 +6,7 @@ from keras import ops
 from zoo.errors import ZooError
 from zoo.recipes.metrics import default_metrics
 from zoo.recipes.protocols import get_recipe
+from zoo.recipes.resume import RunLog, completed_epochs
 
 
 def learning_rate_schedule(recipe, total_steps):
@@ -174,6 +175,7 @@ def fit(
     callbacks=(),
     verbose="auto",
     jit_compile="auto",
+    distribution=None,
     **overrides,
 ):
     """Trains `model` on `train` (a tf.data.Dataset of contract batches) by a paper's whole protocol.
@@ -191,11 +193,23 @@ def fit(
       `steps_per_epoch` for data too large to count); so no epoch ends on an exhausted iterator.
     Keras' own machinery does the rest: BackupAndRestore (`backup_dir`: an interrupted run resumes),
     ModelCheckpoint (`checkpoint_path`: the best weights by the monitor), the progress bar.
+    `backup_dir` makes the resume exact: the resumed run skips the batches its finished epochs used (the
+    same order an uninterrupted run sees: the pipeline's shuffle is seeded), early stopping and the
+    checkpoint keep their best so far (RunLog), and the History holds every epoch of the run.
     `jit_compile` goes to Keras' compile (False skips XLA: faster for a few steps on a CPU).
     Seeds with `recipe.seeds[0]` before building anything (the trainer's heads, the teacher); seed
     before building `model` too (`keras.utils.set_random_seed`) for runs that repeat exactly.
+    `distribution` ("data", "model", "multi-worker" or zoo.recipes.distributed.make_distribution(...)) trains
+    on several devices or hosts: the model, its trainer, optimizer and metrics in the engine's scope.
     Returns the History.
     """
+    if distribution is not None:
+        arguments = dict(locals())  # fit's own arguments, passed on unchanged
+        from zoo.recipes.distributed import fit_distributed
+
+        passed_on = set(arguments) - {"model", "train", "val", "recipe", "distribution", "overrides"}
+        options = {k: arguments[k] for k in passed_on}
+        return fit_distributed(fit, distribution, model, train, val, get_recipe(recipe, **overrides), **options)
     recipe = get_recipe(recipe, **overrides)
     check_model_overrides(model, recipe)
     keras.utils.set_random_seed(recipe.seeds[0])
@@ -209,27 +223,36 @@ def fit(
         # A fixed number of steps over the repeated data: no epoch ends on an exhausted iterator (which
         # stalls Keras' torch loader) and `steps_per_epoch` means that many steps every epoch.
         train, steps_per_epoch = train.repeat(), steps
+        done = completed_epochs(backup_dir)
+        if done:
+            train = train.skip(done * steps)  # an interrupted run: continue the stream where its epochs ended
     compile_for(trainer, recipe, steps_per_epoch=steps, jit_compile=jit_compile)
-    extra = list(callbacks)
+    stateful = []
     if val is not None and recipe.early_stopping_patience is not None:
-        extra.append(
+        stateful.append(
             keras.callbacks.EarlyStopping(
                 monitor=recipe.monitor, mode="max", patience=recipe.early_stopping_patience, restore_best_weights=True
             )
         )
-    if backup_dir is not None:
-        extra.append(keras.callbacks.BackupAndRestore(str(backup_dir)))
     if checkpoint_path is not None:
         monitor = recipe.monitor if val is not None else "auc"
-        extra.append(
+        stateful.append(
             keras.callbacks.ModelCheckpoint(
                 str(checkpoint_path), monitor=monitor, mode="max", save_best_only=True, save_weights_only=True
             )
         )
+    extra = list(callbacks) + stateful
+    run_log = None
+    if backup_dir is not None:
+        run_log = RunLog(backup_dir, stateful)
+        extra += [run_log, keras.callbacks.BackupAndRestore(str(backup_dir))]
     history = trainer.fit(
         train, validation_data=val, epochs=recipe.epochs, steps_per_epoch=steps_per_epoch, callbacks=extra, verbose=verbose
     )
     if twin is not model:
         model.set_weights(twin.get_weights())
+    if run_log is not None:
+        history.history = run_log.history()
+        history.epoch = [record["epoch"] for record in run_log.records]
     history.trainer = trainer
     return history
