@@ -3,7 +3,8 @@
     python tests/serving_check.py EXPORT_DIR CASES.npz
 
 CASES.npz holds, for each signature S, its inputs as "S/in/<key>" and the Keras model's outputs as
-"S/out/<key>". For each signature the script checks, within 1e-5:
+"S/out/<key>"; "S@tag/..." is another request to the same signature S (reported as "S@tag"). For each
+request the script checks, within 1e-5:
   - a direct call of the loaded signature;
   - a PredictRequest (tensorflow_serving.apis protos) whose TensorProtos are turned back into tensors
     with tf.make_ndarray, as the gRPC server does;
@@ -31,7 +32,8 @@ def main(export_dir, cases_path):
     names = sorted({k.split("/")[0] for k in cases.files})
     report = {}
     for name in names:
-        function = loaded.signatures[name]
+        signature = name.split("@")[0]
+        function = loaded.signatures[signature]
         specs = function.structured_input_signature[1]
         inputs = {k.split("/", 2)[2]: cases[k] for k in cases.files if k.startswith(f"{name}/in/")}
         expected = {k.split("/", 2)[2]: cases[k] for k in cases.files if k.startswith(f"{name}/out/")}
@@ -42,12 +44,13 @@ def main(export_dir, cases_path):
         direct = function(**{k: tf.constant(v, dtype=specs[k].dtype) for k, v in inputs.items()})
         request = predict_pb2.PredictRequest()
         request.model_spec.name = "zoo"
-        request.model_spec.signature_name = name
+        request.model_spec.signature_name = signature
         for key, value in inputs.items():
             request.inputs[key].CopyFrom(tf.make_tensor_proto(value, dtype=specs[key].dtype))
         wire = predict_pb2.PredictRequest.FromString(request.SerializeToString())
         grpc = function(**{k: tf.constant(tf.make_ndarray(v)) for k, v in wire.inputs.items()})
-        body = json.loads(json.dumps({"signature_name": name, "inputs": {k: v.tolist() for k, v in inputs.items()}}))
+        body = {"signature_name": signature, "inputs": {k: v.tolist() for k, v in inputs.items()}}
+        body = json.loads(json.dumps(body))  # NaN and Infinity included, as TF Serving's REST parser takes them
         rest = function(**{k: tf.constant(np.asarray(v), dtype=specs[k].dtype) for k, v in body["inputs"].items()})
         report[name] = {
             "direct": error(direct),

@@ -7,10 +7,12 @@ Signatures (a model declares "encode_decode" when it registers; `zoo.export` che
     decode           memory, memory_valid, hist_time, cand_* [B, N], cand_time [B, N], user_*, ctx_*, num_*
                      -> pctr [B, N]; N is dynamic (`model.decoder(None)`), equal to the full model on
                      each candidate.
+Each signature runs the request guard first (zoo/serving/guard.py) and also returns `repaired_ids` [B]
+and `repaired_numerics` [B]; decode's `memory` is repaired as a numeric (NaN/inf -> 0, +-1e9 clip).
 """
 
 from zoo.datasets.pipeline import tensor_specs
-from zoo.serving import plain
+from zoo.serving import guard, plain
 
 
 def endpoints(model, options):
@@ -24,10 +26,12 @@ def endpoints(model, options):
     length, width = schema.sequence_length, model.model_dim
 
     def encode(features):
-        return dict(encoder(features, training=False))
+        features, repaired = guard.repair(schema, features)
+        return {**encoder(features, training=False), **repaired}
 
     def decode(features):
-        return {"pctr": decoder(features, training=False)}
+        features, repaired = guard.repair(schema, features, numeric_keys=("memory",))
+        return {"pctr": decoder(features, training=False), **repaired}
 
     decode_signature = {k: v for k, v in dynamic.items() if not k.startswith("hist") or k == "hist_time"}
     decode_signature["memory"] = tf.TensorSpec((None, length, width), "float32", name="memory")

@@ -1,6 +1,8 @@
-"""`serving_default` for every registered model: the Schema's inputs (dynamic batch) -> `pctr` [B, M]."""
+"""`serving_default` for every registered model: the Schema's inputs (dynamic batch) -> `pctr` [B, M],
+`repaired_ids` [B], `repaired_numerics` [B] (the request guard, zoo/serving/guard.py)."""
 
 from zoo.datasets.pipeline import tensor_specs
+from zoo.serving import guard
 
 
 def endpoints(model, options):
@@ -9,7 +11,8 @@ def endpoints(model, options):
         raise_unused(options, "serving_default")
 
     def serve(features):
-        return {"pctr": model(features, training=False)}
+        features, repaired = guard.repair(model.schema, features)
+        return {"pctr": model(features, training=False), **repaired}
 
     return {"serving_default": (serve, tensor_specs(model.schema))}
 
