@@ -44,8 +44,11 @@ def save_preprocessing(state, path):
     state = read_preprocessing(state)
     if os.path.isdir(path):
         path = os.path.join(path, FILE_NAME)
-    with open(path, "w") as f:
-        json.dump(state, f)
+    try:
+        with open(path, "w") as f:
+            json.dump(state, f)
+    except OSError as error:
+        raise ZooError(f"{path}: cannot write the preprocessing ({error.strerror})") from None
     return os.fspath(path)
 
 

@@ -1,9 +1,11 @@
+import json
 import math
 
 import numpy as np
 
 from tests.testing import TestCase
 from zoo.datasets import preprocess
+from zoo.errors import ZooError
 
 
 class VocabularyTest(TestCase):
@@ -93,3 +95,36 @@ class EventsTest(TestCase):
         self.assertEqual(test, 3 * 86400 - offset)
         one_day = preprocess.day_cuts(np.array([10, 20]))
         self.assertTrue((preprocess.split_by_time(np.array([10, 20]), one_day) == 0).all())
+
+
+class FittedStateTest(TestCase):
+    def test_fitted_tables_round_trip_through_json(self):
+        vocabulary = preprocess.Vocabulary()
+        vocabulary.fit_many(["b", "a", "a", "c"])
+        hashed = preprocess.Vocabulary(max_size=2)
+        hashed.fit_many(["x", "y", "z"])
+        buckets = preprocess.QuantileBuckets(num_buckets=4)
+        for value in (1.0, 2.0, math.nan, 3.0, 10.0, 11.0):
+            buckets.fit(value)
+        probes = {0: ["a", "b", "c", "new"], 1: ["x", "y", "z", "new"], 2: [math.nan, -1.0, 2.5, 3.0, 99.0]}
+        for index, table in enumerate((vocabulary.finalize(), hashed.finalize(), buckets.finalize())):
+            state = json.loads(json.dumps(table.get_state()))
+            rebuilt = preprocess.from_state(state)
+            self.assertEqual([rebuilt.lookup(v) for v in probes[index]], [table.lookup(v) for v in probes[index]])
+            self.assertEqual(rebuilt.size, table.size)
+        self.assertEqual(vocabulary.get_state(), {"kind": "vocabulary", "tokens": ["a", "b", "c"]})
+        self.assertEqual(hashed.get_state(), {"kind": "hashed", "buckets": 2})
+
+    def test_malformed_states_are_refused(self):
+        with self.assertRaisesRegex(ZooError, "not fitted yet"):
+            preprocess.Vocabulary().get_state()
+        for state, message in (
+            ({"kind": "vocabulary", "tokens": ["a", "a"]}, "lists the same token twice"),
+            ({"kind": "vocabulary", "tokens": [1]}, "tokens must be a list of strings"),
+            ({"kind": "vocabulary"}, "a fitted vocabulary lacks 'tokens'"),
+            ({"kind": "hashed", "buckets": 0}, "expected a positive integer"),
+            ({"kind": "quantile_buckets", "num_buckets": 2, "mean": 0, "edges": [2, 1]}, "edges must be increasing"),
+            ({"kind": "table"}, "unknown fitted table kind 'table'"),
+        ):
+            with self.assertRaisesRegex(ZooError, message):
+                preprocess.from_state(state)
