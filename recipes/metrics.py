@@ -1,4 +1,5 @@
-"""The metrics the papers report: AUC and LogLoss (keras.metrics), GAUC, RelaImpr, a paired bootstrap."""
+"""The metrics the papers report: AUC and LogLoss (keras.metrics), GAUC, RelaImpr, a paired bootstrap;
+and the calibration of the predicted CTR (expected calibration error over equal-frequency bins)."""
 
 import keras
 import numpy as np
@@ -55,6 +56,49 @@ def gauc(user_ids, labels, scores):
     if weight == 0:
         raise ZooError("gauc is undefined: no user has both a positive and a negative row")
     return total / weight
+
+
+CALIBRATION_BINS = 10
+
+
+def calibration(labels, scores, bins=CALIBRATION_BINS):
+    """How well the predicted CTR matches the observed one.
+
+    The rows are split into `bins` equal-frequency bins of the score (edges at the score's quantiles
+    k / bins; a row with score s falls in bin k when edge_k <= s < edge_{k+1}, the last bin closed, so
+    equal scores share a bin and a bin may hold more or fewer rows than N / bins, or none). Equal
+    frequency rather than equal width, because CTR scores crowd near 0: equal-width bins would put
+    almost every row in the first.
+
+        ECE = sum over non-empty bins b of (n_b / N) * |mean score in b - positive rate in b|
+
+    Returns {"ece", "bins" (the number asked for), "binning": "equal-frequency", "mean_pctr" (mean
+    score), "observed_ctr" (positive rate), "ratio" (mean_pctr / observed_ctr; None without positives),
+    "per_bin": {"mean_pctr", "observed_ctr", "rows"} of the non-empty bins}.
+    """
+    labels, scores = _as_1d("labels", labels), _as_1d("scores", scores)
+    if len(labels) != len(scores) or not len(labels):
+        raise ZooError(f"calibration needs one score per label: {len(labels)} labels, {len(scores)} scores")
+    if isinstance(bins, bool) or not isinstance(bins, (int, np.integer)) or bins < 1:
+        raise ZooError(f"calibration bins is {bins!r}; it must be an integer >= 1")
+    edges = np.quantile(scores, np.linspace(0.0, 1.0, bins + 1))
+    index = np.clip(np.searchsorted(edges, scores, side="right") - 1, 0, bins - 1)
+    rows = np.bincount(index, minlength=bins)
+    kept = rows > 0
+    mean_pctr = np.bincount(index, weights=scores, minlength=bins)[kept] / rows[kept]
+    observed = np.bincount(index, weights=labels, minlength=bins)[kept] / rows[kept]
+    rows = rows[kept]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = scores.mean() / labels.mean()
+    return {
+        "ece": float(np.sum(rows / len(labels) * np.abs(mean_pctr - observed))),
+        "bins": int(bins),
+        "binning": "equal-frequency",
+        "mean_pctr": float(scores.mean()),
+        "observed_ctr": float(labels.mean()),
+        "ratio": float(ratio) if np.isfinite(ratio) else None,
+        "per_bin": {"mean_pctr": mean_pctr.tolist(), "observed_ctr": observed.tolist(), "rows": rows.tolist()},
+    }
 
 
 def rela_impr(auc_model, auc_base):

@@ -4,7 +4,7 @@ import numpy as np
 
 from tests.testing import TestCase
 from zoo.errors import ZooError
-from zoo.recipes.metrics import auc, gauc, paired_bootstrap, rela_impr
+from zoo.recipes.metrics import auc, calibration, gauc, paired_bootstrap, rela_impr
 
 
 def pairwise_auc(labels, scores):
@@ -71,3 +71,35 @@ class MetricsTest(TestCase):
         second = paired_bootstrap(self.labels, self.scores, self.scores[::-1])
         self.assertEqual(first, second)
         self.assertEqual(first["resamples"], 10_000)
+
+    def test_calibration_matches_a_loop_over_quantile_bins(self):
+        rng = np.random.default_rng(2)
+        scores = np.round(rng.beta(1, 8, 500), 2)  # CTR-like, with ties across bin edges
+        labels = (rng.random(500) < scores * 1.5).astype(float)
+        found = calibration(labels, scores, bins=10)
+        edges = np.percentile(scores, np.arange(0, 101, 10))
+        total, per_bin = 0.0, []
+        for k in range(10):
+            upper = scores <= edges[k + 1] if k == 9 else scores < edges[k + 1]
+            rows = (scores >= edges[k]) & upper
+            if rows.any():
+                per_bin.append(rows.sum())
+                total += rows.sum() / 500 * abs(scores[rows].mean() - labels[rows].mean())
+        self.assertAlmostEqual(found["ece"], total, places=12)
+        self.assertEqual(found["per_bin"]["rows"], per_bin)
+        self.assertEqual(sum(per_bin), 500)
+        self.assertAlmostEqual(found["mean_pctr"], scores.mean(), places=12)
+        self.assertAlmostEqual(found["observed_ctr"], labels.mean(), places=12)
+        self.assertAlmostEqual(found["ratio"], scores.mean() / labels.mean(), places=12)
+        self.assertEqual((found["bins"], found["binning"]), (10, "equal-frequency"))
+
+    def test_calibration_by_hand(self):
+        # Two bins of two rows: scores {0.1, 0.2} with labels {0, 1} and {0.6, 0.8} with {1, 1}.
+        found = calibration([0, 1, 1, 1], [0.1, 0.2, 0.6, 0.8], bins=2)
+        self.assertAlmostEqual(found["ece"], 0.5 * abs(0.15 - 0.5) + 0.5 * abs(0.7 - 1.0))
+        self.assertIsNone(calibration([0, 0], [0.1, 0.2])["ratio"])
+        self.assertEqual(calibration([0, 1], [0.3, 0.3], bins=4)["per_bin"]["rows"], [2])  # ties share a bin
+        with self.assertRaisesRegex(ZooError, "one score per label"):
+            calibration([0, 1], [0.5])
+        with self.assertRaisesRegex(ZooError, "bins is 0"):
+            calibration([0, 1], [0.5, 0.6], bins=0)
