@@ -4,16 +4,21 @@
 |---|---|---|---|
 | "data" | DataParallel | MirroredStrategy | ZooError |
 | "model" | ModelParallel: tables split by rows over a "model" mesh axis | ZooError | ZooError |
-| "multi-worker" | initialize + DataParallel (ModelParallel: `model_axis`) | MultiWorkerMirroredStrategy | ZooError |
+| "multi-worker" | initialize + DataParallel (ModelParallel: `model_axis`) | ZooError | ZooError |
 
-"multi-worker" runs one process per host (or per device): JAX over every device of every process, TensorFlow
-with MultiWorkerMirroredStrategy reading the cluster from TF_CONFIG.
+"multi-worker" runs one process per host (or per device) over every device of every process.
 
-Why there is no "model" under TensorFlow: ParameterServerStrategy does create the variables on the
-parameter servers under Keras 3, but Keras 3's `model.fit` cannot train with it (measured with Keras 3.15,
-TF 2.21: "To use this dataset, you need to pass this dataset to ClusterCoordinator.create_per_worker_dataset";
-Keras 3 has no ClusterCoordinator path and no `DatasetCreator`), and Keras' TensorFlow `keras.distribution`
-backend is a DTensor prototype marked "DO NOT USE". Tables beyond one device train under JAX.
+What TensorFlow lacks, measured with Keras 3.15 and TF 2.21 (recipes/distributed_test.py re-measures it):
+- MultiWorkerMirroredStrategy: with two or more workers Keras 3's `fit` fails on its first batch, even for a
+  one-layer Sequential model: its symbolic build reduces the batch with `strategy.reduce`, which this strategy
+  does not map over a structure ("Attempt to convert a value (PerReplica...)", keras-team/keras#20329), and
+  past that, it reduces every scalar log along axis 0 ("Invalid reduction dimension 0 for input with 0
+  dimensions", tensorflow/tensorflow#72388).
+- ParameterServerStrategy: the variables are created on the parameter servers, but `fit` stops at the data
+  ("To use this dataset, you need to pass this dataset to ClusterCoordinator.create_per_worker_dataset";
+  Keras 3 has no ClusterCoordinator path and no `DatasetCreator`). Keras' TensorFlow `keras.distribution`
+  backend is a DTensor prototype marked "DO NOT USE". Tables beyond one device, and several hosts, train
+  under JAX; the preset then loads under TensorFlow for export.
 Why there is nothing under torch: Keras 3 offers no multi-device engine for the torch backend
 (`keras.distribution` is JAX's, `tf.distribute` TensorFlow's); torch's DistributedDataParallel needs a
 hand-written training loop around the model instead of `fit`, which the zoo does not carry.
@@ -38,6 +43,10 @@ BATCH_SCALING = ("global", "sqrt", "linear")
 _TORCH = (
     "Keras 3 has no multi-device training for the torch backend (keras.distribution is JAX's, tf.distribute "
     "TensorFlow's): train with KERAS_BACKEND=jax or tensorflow; the preset loads under torch afterwards"
+)
+_TF_MULTI_WORKER = (
+    "strategy 'multi-worker' runs under KERAS_BACKEND=jax: Keras 3's fit fails under TensorFlow's "
+    "MultiWorkerMirroredStrategy with two or more workers (keras-team/keras#20329, tensorflow/tensorflow#72388)"
 )
 _TF_MODEL = (
     "strategy 'model' (embedding tables split by rows over devices) runs under KERAS_BACKEND=jax: Keras 3 cannot "
@@ -233,8 +242,8 @@ def _check_options(strategy, devices, model_axis, shard_dense, batch_scaling):
         raise ZooError(_TORCH)
     if backend == "tensorflow" and strategy == "model":
         raise ZooError(_TF_MODEL)
-    if backend == "tensorflow" and (model_axis is not None or shard_dense):
-        raise ZooError("model_axis and shard_dense split variables over devices, which runs under KERAS_BACKEND=jax")
+    if backend == "tensorflow" and strategy == "multi-worker":
+        raise ZooError(_TF_MULTI_WORKER)
     if backend not in ("jax", "tensorflow"):
         raise ZooError(f"distributed training runs under jax or tensorflow, not {backend}")
 
@@ -256,10 +265,7 @@ def _jax(strategy, devices, model_axis, shard_dense, batch_scaling):
         _initialize_jax()
     available = keras.distribution.list_devices()
     chosen = _local(devices, available, "JAX")
-    if strategy == "data":
-        engine = keras.distribution.DataParallel(devices=chosen)
-        replicas = len(chosen)
-    elif strategy == "model" or model_axis is not None:
+    if strategy == "model" or model_axis is not None or shard_dense:
         axis = len(chosen) if model_axis is None else model_axis
         if axis > len(chosen) or len(chosen) % axis:
             raise ZooError(f"a model axis of {axis} devices does not tile the {len(chosen)} devices of the mesh")
@@ -281,8 +287,8 @@ def _initialize_jax():
     if missing:
         raise ZooError(f"strategy 'multi-worker' under JAX reads the cluster from {', '.join(names)}: "
                        f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set")
-    if jax.process_count() > 1:
-        return  # already initialized in this process
+    if jax.distributed.is_initialized():
+        return  # a second distribution in the same process
     try:
         keras.distribution.initialize()
     except RuntimeError as error:
@@ -293,23 +299,6 @@ def _initialize_jax():
 def _tensorflow(strategy, devices, batch_scaling):
     import tensorflow as tf
 
-    if strategy == "multi-worker":
-        if "TF_CONFIG" not in os.environ:
-            raise ZooError("strategy 'multi-worker' under TensorFlow reads the cluster from TF_CONFIG, "
-                           "which is not set")
-        try:
-            engine = tf.distribute.MultiWorkerMirroredStrategy()
-        except (RuntimeError, ValueError) as error:
-            raise ZooError(f"MultiWorkerMirroredStrategy failed ({str(error).splitlines()[0]}): make the "
-                           "distribution first, before anything runs on TensorFlow") from None
-        resolver = engine.cluster_resolver
-        cluster = resolver.cluster_spec().as_dict()
-        workers = sum(len(tasks) for job, tasks in cluster.items() if job in ("chief", "worker"))
-        first = "chief" if "chief" in cluster else "worker"
-        rank = resolver.task_id + (1 if resolver.task_type == "worker" and first == "chief" else 0)
-        chief = resolver.task_type == first and resolver.task_id == 0
-        return Distributed(strategy, engine, engine.num_replicas_in_sync, engine.num_replicas_in_sync,
-                           workers, 0 if chief else max(rank, 1), batch_scaling)
     available = tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("CPU")
     chosen = _local(devices, [d.name for d in available], "TensorFlow")
     engine = tf.distribute.MirroredStrategy(chosen)
@@ -321,10 +310,10 @@ def make_distribution(strategy="data", *, devices=None, model_axis=None, shard_d
 
     Args:
         strategy: "data" (one process, `devices` replicas), "model" (JAX: tables split by rows over a
-            "model" mesh axis of `model_axis` devices, the batch over the rest) or "multi-worker" (one
-            process per host or device, launched with TF_CONFIG under TensorFlow or
-            KERAS_DISTRIBUTION_JOB_ADDRESSES/_NUM_PROCESSES/_PROCESS_ID under JAX; every device of every
-            process; call this first thing in the program).
+            "model" mesh axis of `model_axis` devices, the batch over the rest) or "multi-worker" (JAX: one
+            process per host or device, each launched with KERAS_DISTRIBUTION_JOB_ADDRESSES (process 0's
+            host:port), KERAS_DISTRIBUTION_NUM_PROCESSES and KERAS_DISTRIBUTION_PROCESS_ID; every device of
+            every process; call this first thing in the program, before anything runs on JAX).
         devices: how many local devices (the first ones; default all).
         model_axis: devices per table shard ("model"; default all of them; "multi-worker" under JAX: a mesh
             of processes' devices with tables split over this many).
