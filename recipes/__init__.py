@@ -5,6 +5,7 @@ from zoo.recipes.evaluate import evaluate
 from zoo.recipes.fit import compile_for, data_options, fit, model_overrides
 from zoo.recipes.metrics import auc, default_metrics, gauc, paired_bootstrap, rela_impr
 from zoo.recipes.protocols import RECIPES, get_recipe
+from zoo.recipes.raw_rows import score_raw_rows
 from zoo.recipes.recipe import Recipe
 from zoo.recipes.scaling import fit_scaling_law
 

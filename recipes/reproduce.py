@@ -257,13 +257,28 @@ class Reproduction:
 
     def run_cell(self, row, seed, grid_point=None, tag=None):
         """Trains and tests one (row, seed[, grid point]) cell; returns its result dict (from disk when done)."""
-        import zoo
-
         directory = self.out / "cells" / _slug(row.label)
         name = tag or f"seed{seed}"
         result_path = directory / f"{name}.json"
         if result_path.exists():
             return json.loads(result_path.read_text())
+        model, result, labels, scores = self.train_cell(row, seed, grid_point)
+        directory.mkdir(parents=True, exist_ok=True)
+        np.save(directory / f"{name}_scores.npy", scores.astype("float32"))
+        labels_path = self.out / "test_labels.npy"
+        if labels_path.exists():
+            if not np.array_equal(np.load(labels_path), labels.astype("float32")):
+                raise ZooError(f"{row.label}: the test rows differ from the other cells' (changed data or options?)")
+        else:
+            np.save(labels_path, labels.astype("float32"))
+        result_path.write_text(json.dumps(result, indent=2))
+        return result
+
+    def train_cell(self, row, seed, grid_point=None):
+        """Trains and tests one cell, nothing cached: (the trained model, its result dict, the test labels
+        and scores). `scripts/build_real_presets.py` keeps the model as a preset."""
+        import zoo
+
         recipe = self._recipe(row, seed, grid_point)
         entry = zoo.registry.entry(row.model)
         started = time.time()
@@ -293,16 +308,7 @@ class Reproduction:
             "test_rows": int(len(labels)), "wall_seconds": round(time.time() - started, 1),
             "backend": keras.backend.backend(),
         }
-        directory.mkdir(parents=True, exist_ok=True)
-        np.save(directory / f"{name}_scores.npy", scores.astype("float32"))
-        labels_path = self.out / "test_labels.npy"
-        if labels_path.exists():
-            if not np.array_equal(np.load(labels_path), labels.astype("float32")):
-                raise ZooError(f"{row.label}: the test rows differ from the other cells' (changed data or options?)")
-        else:
-            np.save(labels_path, labels.astype("float32"))
-        result_path.write_text(json.dumps(result, indent=2))
-        return result
+        return model, result, labels, scores
 
     def _best_grid_point(self, row):
         """Seed 0 over the recipe's grid; the point with the best validation AUC (kept in grid.json)."""
