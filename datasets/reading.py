@@ -186,49 +186,53 @@ def read_rows(path, delimiter, num_fields, repairs, *, header=None, verbose="aut
     done = 0
     expected_header = [h.lower() for h in header] if header else None
     shortest_final = None  # the shortest final field of the complete rows so far
-    yielded = 0
+    read = blank = yielded = 0  # counted locally (a hot loop), handed to `repairs` as the read goes
     saw_header = False
-    with open(path, "rb") as stream:
-        line_number = 0
-        for raw in stream:
-            line_number += 1
-            done += len(raw)
-            if line_number % 65536 == 0:
-                progress.update(done)
-            if line_number == 1:
-                raw = _decode_first(raw, path, repairs)
-            text = raw.decode("latin-1")
-            ended = text.endswith("\n")
-            text = text.rstrip("\r\n")
-            if not text.strip():
-                repairs.blank_lines += 1
-                continue
-            fields = text.split(delimiter)
-            if line_number == 1 and expected_header is not None:
-                if [f.strip().lower() for f in fields] == expected_header:
-                    saw_header = True
+    try:
+        with open(path, "rb") as stream:
+            line_number = 0
+            for raw in stream:
+                line_number += 1
+                done += len(raw)
+                if line_number == 1:
+                    raw = _decode_first(raw, path, repairs)
+                elif line_number % 65536 == 0:
+                    progress.update(done)
+                text = raw.decode("latin-1")
+                ended = text.endswith("\n")
+                text = text.rstrip("\r\n")
+                if not text.strip():
+                    blank += 1
                     continue
-            repairs.read += 1
-            if len(fields) != num_fields:
-                if not ended and len(fields) < num_fields:
-                    repairs.drop(TRUNCATED)
-                    continue
-                repairs.error(line_number, f"expected {num_fields} fields, found {len(fields)}")
-            final = len(fields[-1])
-            if not ended and shortest_final is not None and final < shortest_final:
-                repairs.drop(TRUNCATED)  # cut inside its final field
-                continue
-            if shortest_final is None or final < shortest_final:
-                shortest_final = final
-            yielded += 1
-            yield line_number, fields
+                fields = text.split(delimiter)
+                if line_number == 1 and expected_header is not None:
+                    if [f.strip().lower() for f in fields] == expected_header:
+                        saw_header = True
+                        continue
+                read += 1
+                if len(fields) != num_fields:
+                    if not ended and len(fields) < num_fields:
+                        repairs.drop(TRUNCATED)
+                        continue
+                    repairs.error(line_number, f"expected {num_fields} fields, found {len(fields)}")
+                final = len(fields[-1])
+                if shortest_final is None or final < shortest_final:
+                    if not ended and shortest_final is not None:
+                        repairs.drop(TRUNCATED)  # cut inside its final field
+                        continue
+                    shortest_final = final
+                yielded += 1
+                yield line_number, fields
+    finally:
+        repairs.read += read
+        repairs.blank_lines += blank
     progress.close(done)
     if not yielded:
-        if repairs.read:
+        if read:
             raise ZooError(f"{path}: the file holds no complete data row ({repairs.summary()})")
         if saw_header:
             raise ZooError(f"{path}: the file holds only its header line, no data rows")
-        if repairs.blank_lines:
+        if blank:
             raise ZooError(f"{path}: the file holds only blank lines, no data rows")
         raise ZooError(f"{path}: the file is empty")
 
