@@ -9,8 +9,10 @@ resolver from a name to a model (`get`, `load`, `resolve`, `list_presets`, `list
 Loading never deserializes code: config.json is plain JSON that goes through the registry to the
 model's own constructor (nothing but registered zoo classes can be named), and the weights are read
 by `Model.load_weights`. Both files are checked against metadata.json (sha256; a preset written before
-the config was checksummed has no config_sha256 and skips that check), and the model built from the
-config must have the recorded parameter count. Every problem is one ZooError line naming the file.
+the config was checksummed has no config_sha256 and skips that check), the model built from the
+config must have the recorded parameter count, and the weights file must hold exactly the model's
+weights, by name and shape (Keras alone would ignore extra entries). Every problem is one ZooError
+line naming the file.
 
 Shipped presets are listed per model, keras-hub style, in `zoo/models/<model>_presets.py`: a dict
 `PRESETS = {preset name: {"description": ..., "path": folder under saved/}}`, the first one being the
@@ -90,7 +92,8 @@ def _read_json(path):
     if not path.is_file():
         raise ZooError(f"{path}: missing")
     if path.stat().st_size > MAX_JSON_BYTES:
-        raise ZooError(f"{path}: {path.stat().st_size:,} bytes, more than a preset's JSON may hold ({MAX_JSON_BYTES:,})")
+        size = path.stat().st_size
+        raise ZooError(f"{path}: {size:,} bytes, more than a preset's JSON may hold ({MAX_JSON_BYTES:,})")
     try:
         value = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
@@ -133,10 +136,59 @@ def build(entry, config, *, source):
         raise ZooError(f"{source}: invalid configuration for '{entry.name}': {_first_line(error)}") from None
 
 
+def _weight_entries(path):
+    """{entry name: shape} of every model weight a .weights.h5 file stores (its HDF5 datasets), leaving
+    out the optimizer state a trained model's file also holds (under optimizer/; a model loads without it)."""
+    import h5py
+
+    entries = {}
+
+    def visit(name, item):
+        if isinstance(item, h5py.Dataset) and not name.startswith("optimizer/"):
+            entries[name] = item.shape
+
+    with h5py.File(path, "r") as f:
+        f.visititems(visit)
+    return entries
+
+
+def check_weights_fit(model, path):
+    """Raises a ZooError unless the weights file at `path` holds exactly the model's weights: each
+    stored entry is one the model reads (none ignored, as Keras would: a 2-layer model's file loads into
+    a 1-layer model), each model weight is stored, with the model's shape. The model's own entries come
+    from writing its weights to a scratch file, so both sides are named by Keras' writer."""
+    import tempfile
+
+    try:
+        stored = _weight_entries(path)
+    except OSError as error:
+        raise ZooError(f"{path}: not a readable HDF5 weights file ({_first_line(error)})") from None
+    with tempfile.TemporaryDirectory() as scratch:
+        own = Path(scratch) / WEIGHTS
+        model.save_weights(str(own))
+        expected = _weight_entries(own)
+    unused = sorted(set(stored) - set(expected))
+    missing = sorted(set(expected) - set(stored))
+    reshaped = sorted(k for k in set(stored) & set(expected) if stored[k] != expected[k])
+    if not (unused or missing or reshaped):
+        return
+
+    def some(names):
+        return ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+
+    problems = [f"{len(unused)} stored weight(s) the model has no place for ({some(unused)})" if unused else "",
+                f"{len(missing)} model weight(s) not stored ({some(missing)})" if missing else "",
+                f"{len(reshaped)} of another shape ({reshaped[0]}: stored {list(stored[reshaped[0]])}, model "
+                f"{list(expected[reshaped[0]])})" if reshaped else ""]
+    raise ZooError(f"{path}: weights do not fit the config: {'; '.join(p for p in problems if p)}")
+
+
 def load_weights_file(model, path):
+    """Loads a .weights.h5 file into `model` after `check_weights_fit`; problems are one ZooError line."""
     path = Path(path)
     if not path.is_file():
         raise ZooError(f"{path}: missing")
+    check_weights_fit(model, path)
     try:
         model.load_weights(str(path))
     except OSError as error:
@@ -314,7 +366,8 @@ def get(name, schema=None, preset=None, weights="default", **hyperparameters):
     else:
         if preset is not None:
             raise ZooError(
-                f"preset={preset!r} loads a trained preset; schema/hyperparameters build a fresh model: pass one or the other"
+                f"preset={preset!r} loads a trained preset; schema/hyperparameters build a fresh model: "
+                "pass one or the other"
             )
         shipped = _shipped()
         model_name = shipped[name][0] if name in shipped and name not in registry.names() else name

@@ -99,17 +99,49 @@ class PresetsTest(TestCase):
         metadata = json.loads((self.dir / METADATA).read_text())
         metadata["parameters"] += 1
         (self.dir / METADATA).write_text(json.dumps(metadata))
-        with self.assertRaisesRegex(ZooError, "config.json: builds a model of .* parameters but .*metadata.json records"):
+        message = "config.json: builds a model of .* parameters but .*metadata.json records"
+        with self.assertRaisesRegex(ZooError, message):
             zoo.load(self.dir)
 
-    def test_weights_that_do_not_fit_the_config(self):
-        zoo.save(self.model, self.dir)
-        other = zoo.get("din", schema=self.simulator.schema, attention_units=(4,), mlp_units=(16,))
-        other.save_weights(str(self.dir / WEIGHTS))
+    def _replace_weights(self, model):
+        """The preset's weights file becomes `model`'s, with a checksum metadata.json follows."""
+        model.save_weights(str(self.dir / WEIGHTS))
         metadata = json.loads((self.dir / METADATA).read_text())
         metadata["weights_sha256"] = __import__("zoo.presets").presets._sha256(self.dir / WEIGHTS)
         (self.dir / METADATA).write_text(json.dumps(metadata))
-        with self.assertRaisesRegex(ZooError, "model.weights.h5: weights do not fit the config"):
+
+    def test_weights_that_do_not_fit_the_config(self):
+        zoo.save(self.model, self.dir)
+        self._replace_weights(zoo.get("din", schema=self.simulator.schema, attention_units=(4,), mlp_units=(16,)))
+        message = r"model.weights.h5: weights do not fit the config: 3 of another shape \(layers/target_attention/"
+        with self.assertRaisesRegex(ZooError, message):
+            zoo.load(self.dir)
+
+    def test_every_stored_weight_is_read_and_every_model_weight_stored(self):
+        """A 2-layer SUAN's weights under a 1-layer LightSUAN's config, every checksum recomputed: Keras
+        alone loads them and ignores the second layer's entries; the preset check refuses, as it
+        refuses the reverse (weights missing), naming counts and the first names; the model is untouched."""
+        schema = self.simulator.schema
+        two = zoo.get("suan", schema=schema, num_layers=2, num_heads=2, mlp_units=(8,))
+        one = zoo.get("lightsuan", schema=schema, **SMALL["lightsuan"])
+        self.assertEqual((len(two.weights), len(one.weights)), (58, 41))
+        zoo.save(one, self.dir)
+        self._replace_weights(two)
+        before = [w.numpy() if hasattr(w, "numpy") else w for w in one.get_weights()]
+        message = (r"model.weights.h5: weights do not fit the config: 17 stored weight\(s\) the model has no "
+                   r"place for \(layers/suan_encoder/blocks/uab_1/\S+, \S+, \S+, \.\.\.\)$")
+        with self.assertRaisesRegex(ZooError, message):
+            zoo.load(self.dir)
+        with self.assertRaisesRegex(ZooError, message):
+            zoo.get("lightsuan", schema=schema, weights=self.dir / WEIGHTS, **SMALL["lightsuan"])
+        with self.assertRaisesRegex(ZooError, "17 stored weight"):
+            __import__("zoo.presets").presets.load_weights_file(one, self.dir / WEIGHTS)
+        for got, want in zip(one.get_weights(), before):
+            self.assertAllClose(got, want, atol=0)
+
+        zoo.save(two, self.dir)
+        self._replace_weights(one)
+        with self.assertRaisesRegex(ZooError, r"weights do not fit the config: 17 model weight\(s\) not stored"):
             zoo.load(self.dir)
 
     def test_missing_directory_and_unregistered_models(self):
