@@ -5,8 +5,9 @@
                                                preprocessing="saved/rest_movielens")
 
 The reader applies the preset's fitted preprocessing (its `preprocessing.json`: the vocabularies of the
-training data) in scoring mode (see the reader module: every row with an earlier row of its user is a
-sample, its history the user's earlier rows in the file; unknown ids become the OOV id and are counted).
+training data) in scoring mode (see the reader module: MovieLens/Amazon Books make every row a sample,
+Taobao every behaviour after a user's first; a sample's history is the user's earlier rows in the file;
+unknown ids become the OOV id and are counted).
 """
 
 import numpy as np
