@@ -36,17 +36,23 @@ class TargetAttention(keras.layers.Layer):
         self.built = True
 
     def call(self, candidates, history, history_valid):
-        m = ops.shape(candidates)[1]
-        length = ops.shape(history)[1]
-        v_a = ops.repeat(candidates[:, :, None, :], length, axis=2)  # [B, M, L, D]
-        e = ops.repeat(history[:, None, :, :], m, axis=1)  # [B, M, L, D]
-        h = ops.concatenate([e, v_a, e - v_a, e * v_a], axis=-1)
-        for dense in self.hidden:
+        # The activation unit's first layer on [e, v, e - v, e * v] with kernel W = [W_e; W_v; W_d; W_p]
+        # (each [D, units]) is e (W_e + W_d) + v (W_v - W_d) + (e * v) W_p: the history's term once per
+        # row, the candidate's once per candidate, and only (e * v) W_p = e (diag(v) W_p) per pair,
+        # without building the [B, M, L, 4D] concatenation (4x fewer multiply-adds and memory passes).
+        first = self.hidden[0]
+        w_e, w_v, w_d, w_p = ops.split(ops.cast(first.kernel, self.compute_dtype), 4, axis=0)
+        h_history = ops.matmul(history, w_e + w_d)  # [B, L, u]
+        h_candidate = ops.matmul(candidates, w_v - w_d) + ops.cast(first.bias, self.compute_dtype)  # [B, M, u]
+        pair_kernels = candidates[:, :, :, None] * w_p  # diag(v_A) W_p: [B, M, D, u]
+        h_pair = ops.einsum("bld,bmdu->blmu", history, pair_kernels)  # [B, L, M, u]
+        h = first.activation(h_pair + h_history[:, :, None, :] + h_candidate[:, None, :, :])
+        for dense in self.hidden[1:]:
             h = dense(h)
-        weights = ops.squeeze(self.score(h), axis=-1)  # [B, M, L]
-        visible = history_valid if len(history_valid.shape) == 3 else history_valid[:, None, :]
-        weights = weights * ops.cast(visible, weights.dtype)
-        return ops.einsum("bml,bld->bmd", weights, history)
+        weights = ops.squeeze(self.score(h), axis=-1)  # [B, L, M]
+        visible = history_valid if len(history_valid.shape) == 3 else history_valid[:, None, :]  # [B, M or 1, L]
+        weights = weights * ops.cast(ops.transpose(visible, (0, 2, 1)), weights.dtype)
+        return ops.einsum("blm,bld->bmd", weights, history)
 
     def compute_output_shape(self, candidates_shape, history_shape=None, history_valid_shape=None):
         return candidates_shape
