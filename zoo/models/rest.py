@@ -189,6 +189,27 @@ class ReST(ZooModel):
         decoder = self.decoder(inputs["cand_time"].shape[1])
         return self.run_predictor(lambda: decoder.predict_on_batch(inputs), model=decoder)
 
+    # ------------------------------------------------------------------ figures
+    def introspect(self, features):
+        """Each encoder head's RoPE/RoTE rotation position over one request's history (§2.1), for the
+        figure `zoo.recipes.evaluate` draws: the positions the encoder's own rotary layer computes.
+
+        The request is the batch's row with the most real behaviours. Returns NumPy: "positions" [H, L]
+        (the sequence index for a RoPE head, floor((t_i - t_1) / τ_h) for a RoTE head; NaN on padding),
+        "time_granularities" [H] (τ_h in seconds, 0 = RoPE), "distinct_positions" [H] (how many
+        different positions the head gives the request's behaviours), "row" (its index in the batch).
+        """
+        embedded = self.get_layer("embedding")(features, training=False)
+        valid = ops.convert_to_numpy(embedded["hist_valid"]).astype(bool)
+        row = int(np.argmax(valid.sum(axis=1)))
+        rotary = self.get_layer("encoder").encoder_layers[0].attention.rotary
+        time = ops.convert_to_tensor(features["hist_time"])[row : row + 1]
+        positions = ops.convert_to_numpy(rotary.positions(time, valid[row : row + 1]))[0].T  # [H, L]
+        positions = np.where(valid[row][None, :], positions, np.nan)
+        distinct = [len(np.unique(p[valid[row]])) for p in positions]
+        return {"positions": positions, "time_granularities": list(rotary.time_granularities),
+                "distinct_positions": distinct, "row": row}
+
 
 def query_token_types(schema):
     """The query token types of C, in token order: [CLS], context (ctx/num), user, candidate (§2.1)."""

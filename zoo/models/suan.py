@@ -7,6 +7,7 @@ from keras import ops
 from zoo.errors import ZooError
 from zoo.layers.dice_mlp import DiceMLP
 from zoo.layers.feature_embedding import FeatureEmbedding
+from zoo.layers.masked_softmax import masked_softmax
 from zoo.layers.suan_encoder import SuanEncoder
 from zoo.models.zoo_model import ZooModel
 from zoo.registry import register
@@ -50,11 +51,40 @@ class _Scorer(keras.Model):
         return self.suan.score_all(features, self.parallel_candidates, self.use_cache)
 
 
+class _AttentionTap(keras.Model):
+    """`SUAN.candidate_attention` as a model, compiled by `predict_on_batch` like `_Scorer`."""
+
+    def __init__(self, suan, **kwargs):
+        super().__init__(dtype=suan.dtype_policy, **kwargs)
+        self.suan = suan
+        self.built = True
+
+    def call(self, features):
+        return self.suan.candidate_attention(features)
+
+
 class _ScorerCache:
     """Plain holder (not tracked by Keras) of a model's compiled scorers."""
 
     def __init__(self):
         self.scorers = {}
+
+
+def _candidate_attention(attention, candidates, context, candidate_times):
+    """The weights of `SuanSelfAttention.attend_candidates` (eq 4-5): each candidate's softmax over the
+    history slots it may attend to and itself, [B, H, M, S + 1] (the last column: itself)."""
+    keys, _, valid, times = context
+    q = attention._heads(candidates, attention.query_kernel)
+    k = attention._heads(candidates, attention.key_kernel)
+    slots = ops.convert_to_tensor(attention.candidate_slots, dtype="int32")
+    at_length = ops.convert_to_tensor(attention.sequence_length, dtype="int32")
+    bias_h = attention.relative_bias(at_length, slots[None, None, :], candidate_times[:, :, None], times[:, None, :])
+    bias_self = attention.relative_bias(at_length, at_length, candidate_times, candidate_times)[..., None]
+    logits_h = ops.einsum("bmhd,bshd->bhms", q, keys) * attention._scale() + bias_h[:, None]
+    logits_self = ops.moveaxis(ops.sum(q * k, axis=-1), 2, 1)[..., None] * attention._scale() + bias_self[:, None]
+    allowed_h = ops.broadcast_to(valid[:, None, None, :], ops.shape(logits_h))
+    allowed = ops.concatenate([allowed_h, ops.ones_like(logits_self, dtype="bool")], axis=-1)
+    return masked_softmax(ops.concatenate([logits_h, logits_self], axis=-1), allowed)
 
 
 def _balanced(total, most):
@@ -164,6 +194,52 @@ class SUAN(ZooModel):
     def logit_model(self):
         """A functional model sharing this one's weights whose output is the logit z [B, M] (eq 1)."""
         return keras.Model(self.inputs, self.get_layer("logit").output, name=f"{self.name}_logit")
+
+    # ------------------------------------------------------------------ figures
+    def introspect(self, features):
+        """The self-attention of one request's candidate over its history, per UAB and head (eq 4-5 with
+        LightSUAN's sparse pattern), for the figure `zoo.recipes.evaluate` draws.
+
+        The request is the batch's row with the most real behaviours, its first candidate. Returns
+        NumPy: "attention" [l, h, L + 1], the weights of the candidate token on history slots 0..L-1 and
+        on itself (last column), NaN where it may not attend (padding, outside the sparse pattern);
+        "hist_valid" [L]; "row" (its index in the batch); "model" (the registered name).
+        """
+        valid = np.zeros(np.shape(features[f"hist_{self.schema.field_names('hist')[0]}"]), bool)
+        for field in self.schema.field_names("hist"):
+            valid |= np.asarray(features[f"hist_{field}"]) != 0  # a behaviour: any non-padding id
+        row = int(np.argmax(valid.sum(axis=1)))
+        request = {key: np.asarray(features[key])[row : row + 1] for key in self.schema.keys()}
+        request = {key: value[:, :1] if key.startswith("cand_") else value for key, value in request.items()}
+        key = ("introspect",)
+        if key not in self._scorers.scorers:
+            self._scorers.scorers[key] = _AttentionTap(self, name=f"{self.name}_attention")
+        tap = self._scorers.scorers[key]
+        probs = np.asarray(self.run_predictor(lambda: tap.predict_on_batch(request), model=tap))  # [1, l, H, S + 1]
+        length = self.schema.sequence_length
+        slots = self.get_layer("encoder").blocks[0].attention.candidate_slots + [length]
+        attention = np.full((self.num_layers, self.num_heads, length + 1), np.nan)
+        attention[:, :, slots] = probs[0]
+        attention[:, :, np.r_[~valid[row], False]] = np.nan  # padding is never attended
+        return {"attention": attention, "hist_valid": valid[row], "row": row, "model": self.registered_name}
+
+    def candidate_attention(self, features):
+        """Per UAB, the weights of each row's first candidate over the history slots it may attend to and
+        itself (`_candidate_attention`), in keras.ops: [B, l, H, S + 1]. Runs the encoder as `call` does."""
+        embedded = self.get_layer("embedding")(features, training=False)
+        encoder = self.get_layer("encoder")
+        hist_time, cand_time = (ops.convert_to_tensor(features[key]) for key in ("hist_time", "cand_time"))
+        x, valid, times, reference = encoder._embed_history(embedded["hist"], embedded["hist_valid"], hist_time)
+        c, c_times = encoder._embed_candidates(embedded["cand"][:, :1], cand_time[:, :1], reference, valid[:, -1:])
+        profile = self._profile(self.schema, embedded)
+        weights = []
+        for block in encoder.blocks:
+            attention = block.attention
+            _, keys, values = attention.attend_history(block.input_norm(x), valid, times)
+            context = attention.candidate_context(keys, values, valid, times)
+            weights.append(_candidate_attention(attention, block.input_norm(c), context, c_times)[:, :, 0])
+            x, c = block(x, c, profile, valid, times, c_times)
+        return ops.stack(weights, axis=1)
 
     # ------------------------------------------------------------------ parallel inference (§3.3.1)
     def _scoring_m2(self, parallel_candidates, use_cache):
