@@ -8,12 +8,52 @@
     zoo.save(model, "./my_preset"); zoo.load("./my_preset")
 """
 
+import sys
+
 __version__ = "0.1.0"
 
-from zoo import datasets, layers, models, recipes  # noqa: E402,F401  (models registers the models)
-from zoo.errors import ZooError  # noqa: E402
-from zoo.feature import Feature  # noqa: E402
-from zoo.presets import get, list_models, list_presets, load, save  # noqa: E402
-from zoo.registry import register  # noqa: E402
-from zoo.schema import Schema  # noqa: E402
-from zoo.serving import export  # noqa: E402
+
+def _starting_command_line():
+    """True while `python -m zoo` imports this package to run zoo/__main__.py (Python sets sys.argv[0]
+    to "-m" until the module is found). The command line then quiets TensorFlow's logs before anything
+    imports it, and `--help` answers without importing it: the API below loads on first use."""
+    argv = getattr(sys, "orig_argv", [])
+    return sys.argv[:1] == ["-m"] and any(a == "-m" and b == "zoo" for a, b in zip(argv, argv[1:]))
+
+
+_importing = False
+
+
+def _import_api():
+    """Binds the package's API; importing zoo.models registers the models."""
+    global _importing, datasets, layers, models, recipes, ZooError, Feature, get, list_models, list_presets, load
+    global save, register, Schema, export
+    _importing = True
+    try:
+        import zoo.datasets
+        import zoo.layers
+        import zoo.models
+        import zoo.recipes
+        from zoo.errors import ZooError
+        from zoo.feature import Feature
+        from zoo.presets import get, list_models, list_presets, load, save
+        from zoo.registry import register
+        from zoo.schema import Schema
+        from zoo.serving import export
+    finally:
+        _importing = False
+    datasets, layers, models, recipes = zoo.datasets, zoo.layers, zoo.models, zoo.recipes
+
+
+def __getattr__(name):
+    # Reached for a name not bound yet: the API (or a submodule it imports) while the command line starts.
+    # Never while the API is being imported: `from zoo import <submodule>` then imports the submodule.
+    if not _importing and not name.startswith("__"):
+        _import_api()
+        if name in globals():
+            return globals()[name]
+    raise AttributeError(f"module 'zoo' has no attribute '{name}'")
+
+
+if not _starting_command_line():
+    _import_api()

@@ -1,13 +1,82 @@
 """The zoo's command line: `python -m zoo list | fit | evaluate | reproduce | tune | export | demo`.
 
-Every command answers `--help`. A bad argument exits with status 2 and one line on stderr.
+Every command answers `--help` (without importing TensorFlow). A bad argument exits with status 2 and
+one line on stderr. The commands are quiet: TensorFlow's start-up logs and the warnings a user cannot
+act on are filtered (`--verbose` shows everything); progress bars know their totals.
 """
 
 import argparse
 import os
+import re
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# What the command line hides unless --verbose: lines TensorFlow's C++ runtime writes to stderr before
+# anything can configure it (TF_CPP_MIN_LOG_LEVEL does not reach the first two), matched whole.
+_NATIVE_NOISE = re.compile(
+    r"WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
+    r"|I\d{4} [\d:.]+ +\d+ port\.cc:\d+\] oneDNN custom operations are on\. .*TF_ENABLE_ONEDNN_OPTS=0`\."
+    r"|I\d{4} [\d:.]+ +\d+ cpu_feature_guard\.cc:\d+\] This TensorFlow binary is optimized to use available CPU "
+    r"instructions in performance-critical operations\."
+    r"|To enable the following instructions: .*, in other operations, rebuild TensorFlow with the appropriate "
+    r"compiler flags\."
+    r"|E\d{4} [\d:.]+ +\d+ util\.cc:\d+\] oneDNN supports DT_\w+ only on platforms with AVX-512\. Falling back "
+    r"to the default Eigen-based implementation if present\."
+)
+# Python warnings the user cannot act on, by their message (a regular expression matched at its start).
+_WARNINGS = (
+    # Keras' fit passes shuffle=True by default; the zoo's pipelines shuffle the training split themselves.
+    r"`shuffle=True` was passed, but will be ignored since the data `x` was provided as a tf\.data\.Dataset",
+    # recipes.fit runs a fixed number of steps over repeated data; the end of a validation pass is expected.
+    r"Your input ran out of data; interrupting training",
+    # Attention over a single key (e.g. a profile of one user feature) is a softmax over one entry by design.
+    r"You are using a softmax over axis -?\d+ of a tensor of shape .*\. This axis has size 1\.",
+    # JAX without x64 holds the int64 unix seconds as int32; the models use time differences (DESIGN.md).
+    r"Explicitly requested dtype int64 requested in \w+ is not available, and will be truncated to dtype int32",
+)
+
+
+def _is_noise(line):
+    return _NATIVE_NOISE.fullmatch(line.rstrip("\r\n")) is not None
+
+
+def _filter_native_stderr():
+    """Routes file descriptor 2 (what C++ libraries write to) through a thread that drops `_NATIVE_NOISE`
+    lines and passes every other line on at once; Python's own sys.stderr keeps the real stderr."""
+    import atexit
+    import threading
+
+    original = os.dup(2)
+    sys.stderr.flush()
+    sys.stderr = open(os.dup(original), "w", buffering=1, encoding=sys.stderr.encoding, errors="backslashreplace")
+    read_end, write_end = os.pipe()
+    os.dup2(write_end, 2)
+    os.close(write_end)
+
+    def forward():
+        with open(read_end, "rb") as lines:
+            for line in iter(lines.readline, b""):
+                if not _is_noise(line.decode("utf-8", "replace")):
+                    os.write(original, line)
+
+    thread = threading.Thread(target=forward, name="zoo-stderr-filter", daemon=True)
+    thread.start()
+
+    def restore():  # closes the pipe's last write end: the thread reads what is left, then stops
+        os.dup2(original, 2)
+        thread.join(timeout=5)
+
+    atexit.register(restore)
+
+
+def _quiet():
+    """The command line's default: before TensorFlow is imported, keep its C++ logs to errors, filter its
+    start-up lines and the warnings in `_WARNINGS` (nothing else: errors always show)."""
+    import warnings
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    for message in _WARNINGS:
+        warnings.filterwarnings("ignore", message=message)
+    _filter_native_stderr()
 
 
 def _list(args):
@@ -52,62 +121,108 @@ def _override(text):
 
 
 def _data(args, split, rows, **load_options):
-    """(dataset, schema) for a command: the simulator or a named data set read from --path.
-    `load_options` (batch_size, mode, num_candidates, with_weights) come from the recipe where it has
-    one; --batch-size overrides the batch size."""
+    """(dataset, schema) for a command: `rows` simulated rows, or a named data set's split read from
+    --path (with --protocol), limited to its first `rows` rows when --rows was given (the training rows
+    are then a fixed set, shuffled each epoch). `load_options` (batch_size, mode, num_candidates,
+    with_weights) come from the recipe where it has one; --batch-size overrides the batch size."""
+    from zoo.errors import ZooError
+
     batch_size = args.batch_size or load_options.pop("batch_size", None) or 256
     if args.batch_size:
         load_options.pop("batch_size", None)
     if args.data == "simulator":
+        if args.protocol:
+            raise ZooError("--protocol is a data set's preprocessing: use it with --data <data set> --path <file>")
         from zoo.datasets import BehaviourSimulator
 
         simulator = BehaviourSimulator(seed=args.seed)
         seed = {"train": 1, "validation": 2, "test": 3}[split] + args.seed
         return simulator.dataset(rows, batch_size=batch_size, seed=seed, shuffle=split == "train"), simulator.schema
     from zoo import datasets
-    from zoo.errors import ZooError
 
     if not args.path:
         raise ZooError(f"--data {args.data} needs --path (the raw file or folder)")
     if not os.path.exists(args.path):
         raise ZooError(f"{args.path}: no such file or folder")
+    import tensorflow as tf
+
+    limit = rows if getattr(args, "rows_given", False) else None
     options = dict(getattr(args, "data_options", None) or [])
-    return datasets.load(args.data, args.path, split=split, batch_size=batch_size, seed=args.seed,
-                         **load_options, **options)
+    shuffle = False if limit is not None else None  # a limited training split: the first rows, shuffled below
+    dataset, schema, info = datasets.load(
+        args.data, args.path, protocol=args.protocol, split=split, batch_size=batch_size, seed=args.seed,
+        shuffle=shuffle, verbose=True, with_info=True, **load_options, **options,
+    )
+    if limit is not None:
+        dataset = dataset.unbatch().take(limit)
+        if split == "train":
+            dataset = dataset.cache().shuffle(min(limit, 16_384), seed=args.seed, reshuffle_each_iteration=True)
+        dataset = dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+    if load_options.get("mode") is None:  # a row per sample: the number of batches is known (progress bars)
+        total = min(info["rows"][split], limit or info["rows"][split])
+        dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-total // batch_size)))
+    return dataset, schema
+
+
+def _backup(args):
+    """The folder that keeps an interrupted training run (Keras' BackupAndRestore), checked against --resume."""
+    from zoo.errors import ZooError
+    from zoo.recipes.resume import completed_epochs
+
+    backup = os.path.join(args.out, "backup")
+    done = completed_epochs(backup)
+    if done and not args.resume:
+        raise ZooError(f"{backup} holds an interrupted run ({done} epoch(s) done): pass --resume to continue it "
+                       "or remove it")
+    if args.resume and not done:
+        raise ZooError(f"--resume: {backup} holds no interrupted run with a finished epoch; run without --resume")
+    return backup
 
 
 def _fit(args):
     """Train a registered model by a recipe (its batch size, batching, trainer and schedule); write a
-    preset and a JSON report of the validation and test splits."""
+    preset, a JSON report of the validation and test splits and figures."""
     import zoo
 
     import keras
+    from zoo.recipes.evaluate import StepLog
 
+    backup = _backup(args)
     keras.utils.set_random_seed(args.seed)  # before anything random: the data and the model's weights
     recipe = zoo.recipes.get_recipe(args.recipe, **({"epochs": args.epochs} if args.epochs else {}))
     recipe = zoo.recipes.get_recipe(recipe, seeds=(args.seed,))
     training = zoo.recipes.data_options(recipe, args.model)
+    held_out = max(args.rows // 5, 1)
     train, schema = _data(args, "train", args.rows, **training)
-    val, _ = _data(args, "validation", max(args.rows // 5, 1), **training)
-    plain_val, _ = _data(args, "validation", max(args.rows // 5, 1), batch_size=recipe.batch_size)
+    val, _ = _data(args, "validation", held_out, **training)
+    plain_val, _ = _data(args, "validation", held_out, batch_size=recipe.batch_size)
     model_class = zoo.registry.entry(args.model).cls
     overrides = {**zoo.recipes.model_overrides(recipe, model_class), **dict(args.set or [])}
     model = zoo.get(args.model, schema=schema.with_candidates(1), **overrides)
-    history = zoo.recipes.fit(model, train, val, recipe=recipe, verbose=args.verbose)
+    steps = StepLog()
+    os.makedirs(args.out, exist_ok=True)
+    history = zoo.recipes.fit(model, train, val, recipe=recipe, backup_dir=backup, callbacks=[steps], verbose=1)
+    print("scoring the validation split")
     report = zoo.recipes.evaluate(
-        model, plain_val, report_path=os.path.join(args.out, "report.json"), plots_dir=args.out, history=history.history
+        model, plain_val, report_path=os.path.join(args.out, "report.json"), plots_dir=args.out,
+        history=history.history, step_history=steps.history, verbose=1,
     )
-    metrics = {"val_auc": report["auc"], "val_logloss": report["logloss"]}
+    metrics = {"val_auc": report["auc"], "val_logloss": report["logloss"], "val_ece": report["calibration"]["ece"]}
     if args.data != "simulator":
-        test, _ = _data(args, "test", 0, batch_size=recipe.batch_size)
-        test_report = zoo.recipes.evaluate(model, test, report_path=os.path.join(args.out, "test_report.json"))
-        metrics.update(test_auc=test_report["auc"], test_logloss=test_report["logloss"])
+        print("scoring the test split")
+        test, _ = _data(args, "test", held_out, batch_size=recipe.batch_size)
+        test_report = zoo.recipes.evaluate(
+            model, test, report_path=os.path.join(args.out, "test_report.json"), verbose=1
+        )
+        metrics.update(test_auc=test_report["auc"], test_logloss=test_report["logloss"],
+                       test_ece=test_report["calibration"]["ece"])
     model.save_to_preset(
         os.path.join(args.out, "preset"),
         metadata={"training_data": args.data, "recipe": args.recipe, "seed": args.seed, "metrics": metrics},
     )
     shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
-    print(f"{args.model}: {shown}; preset and report in {args.out}")
+    print(f"{args.model}: {shown} (ECE over 10 equal-frequency bins of pCTR); preset, report and figures in "
+          f"{args.out}")
 
 
 def _reproduce(args):
@@ -125,15 +240,22 @@ def _reproduce(args):
 
 
 def _evaluate(args):
-    """Score a preset on a data set; print and write the metrics report."""
+    """Score a preset on a data set; print and write the metrics report (AUC, LogLoss, GAUC, calibration)
+    and the figures."""
     import json
 
     import zoo
+    from zoo.recipes.data_check import check_schema
 
     model = zoo.load(args.preset)
-    data, _ = _data(args, "test", args.rows)
-    report = zoo.recipes.evaluate(model, data, report_path=args.report, plots_dir=args.plots)
-    print(json.dumps({k: v for k, v in report.items() if k in ("model", "rows", "auc", "logloss", "gauc")}, indent=2))
+    data, schema = _data(args, "test", args.rows)
+    name = model.registered_name
+    source = f"--data {args.data} --path {args.path}" if args.data != "simulator" else "(on the simulator)"
+    check_schema(model, schema, hint=f"python -m zoo fit {name} {source}, or zoo.get('{name}', schema=schema)")
+    report = zoo.recipes.evaluate(model, data, report_path=args.report, plots_dir=args.plots, verbose=1)
+    shown = {k: v for k, v in report.items() if k in ("model", "rows", "auc", "logloss", "gauc")}
+    shown["calibration"] = {k: v for k, v in report["calibration"].items() if k != "per_bin"}
+    print(json.dumps(shown, indent=2))
 
 
 def _tune(args):
@@ -169,10 +291,24 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {self.prog}: {message}\n")
 
 
+class _Rows(argparse.Action):
+    """--rows N, remembering that it was given (a limit on a data set's rows, not only the simulator's)."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        if value < 1:
+            parser.error(f"--rows is {value}; it must be at least 1")
+        namespace.rows, namespace.rows_given = value, True
+
+
 def _add_data_arguments(parser, rows):
-    parser.add_argument("--data", default="simulator", help="'simulator' (default) or a data set name (zoo.datasets.names())")
+    parser.add_argument("--data", default="simulator",
+                        help="'simulator' (default) or a data set name (zoo.datasets.names())")
     parser.add_argument("--path", help="the data set's raw file or folder")
-    parser.add_argument("--rows", type=int, default=rows, help=f"simulated rows (default {rows})")
+    parser.add_argument("--protocol",
+                        help="the data set's preprocessing (zoo.datasets.names(); default: the data set's)")
+    parser.add_argument("--rows", type=int, default=rows, action=_Rows,
+                        help=f"rows to simulate (default {rows}); with --data, use only the first N rows of the "
+                        "training split (held-out splits: N/5, evaluate: N)")
     parser.add_argument("--batch-size", type=int, help="batch size (default: the recipe's, else 256)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
 
@@ -187,9 +323,11 @@ def _parser():
     _add_data_arguments(fit, 20_000)
     fit.add_argument("--recipe", default="suan", help="training protocol (suan, rest, deres, distill)")
     fit.add_argument("--epochs", type=int, help="override the recipe's epochs")
-    fit.add_argument("--set", type=_override, action="append", metavar="KEY=VALUE", help="model hyperparameter override")
-    fit.add_argument("--out", default="runs/fit", help="output folder (default runs/fit)")
-    fit.add_argument("--verbose", type=int, default=2, choices=[0, 1, 2], help="Keras' verbosity (default 2: a line per epoch)")
+    fit.add_argument("--set", type=_override, action="append", metavar="KEY=VALUE",
+                     help="model hyperparameter override")
+    fit.add_argument("--out", default="runs/fit",
+                     help="output folder: preset, reports, figures, backup (default runs/fit)")
+    fit.add_argument("--resume", action="store_true", help="continue the interrupted run in <out>/backup")
     fit.add_argument("--data-option", dest="data_options", type=_override, action="append", metavar="KEY=VALUE",
                      help="a data set protocol option, e.g. sequence_length=50")
     fit.set_defaults(run=_fit)
@@ -213,7 +351,8 @@ def _parser():
     evaluate.add_argument("preset", help="preset directory, preset name or registered model name (its default preset)")
     _add_data_arguments(evaluate, 5_000)
     evaluate.add_argument("--report", help="write the JSON report here")
-    evaluate.add_argument("--plots", help="write figures into this folder")
+    evaluate.add_argument("--plots",
+                          help="write figures into this folder (ROC, calibration, score histograms, the model's)")
     evaluate.set_defaults(run=_evaluate)
 
     tune = commands.add_parser("tune", help=_tune.__doc__)
@@ -232,7 +371,8 @@ def _parser():
     export = commands.add_parser("export", help=_export.__doc__)
     export.add_argument("preset", help="preset directory, preset name or registered model name (its default preset)")
     export.add_argument("path", help="<base>/<version> directory to write, e.g. export/din/1")
-    export.add_argument("--signature", default="serving_default", help="serving_default, parallel_candidates, encode_decode")
+    export.add_argument("--signature", default="serving_default",
+                        help="serving_default, parallel_candidates, encode_decode")
     export.add_argument("--m2", type=int, help="candidates per parallel pass (parallel_candidates)")
     export.set_defaults(run=_export)
     demo = commands.add_parser("demo", help=_demo.__doc__)
@@ -241,6 +381,8 @@ def _parser():
     demo.add_argument("--out", default="demo_out", help="where to write the preset (default demo_out/)")
     demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     demo.set_defaults(run=_demo)
+    for command in commands.choices.values():
+        command.add_argument("--verbose", action="store_true", help="show TensorFlow's logs and every warning")
     return parser
 
 
@@ -248,6 +390,8 @@ def main(argv=None):
     from zoo.errors import ZooError
 
     args = _parser().parse_args(argv)
+    import zoo.models  # noqa: F401  (registers the models; under `python -m zoo` the package loads on first use)
+
     try:
         args.run(args)
     except ZooError as error:
@@ -256,5 +400,12 @@ def main(argv=None):
     return 0
 
 
+def _command_line(argv):
+    """`python -m zoo`: quiet unless --verbose, then `main`."""
+    if "--verbose" not in argv:
+        _quiet()
+    return main(argv)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(_command_line(sys.argv[1:]))

@@ -1,11 +1,26 @@
-"""The command line (`python -m zoo ...`), called in-process through zoo.__main__.main."""
+"""The command line (`python -m zoo ...`), called in-process through zoo.__main__.main, and in a fresh
+interpreter where what it prints and imports matters."""
 
 import contextlib
 import io
+import json
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
+from unittest import mock
 
-from tests.testing import TestCase
-from zoo.__main__ import main
+import numpy as np
+
+import zoo
+from tests.testing import ROOT, TestCase, small_simulator
+from zoo.__main__ import _is_noise, main
+from zoo.recipes.evaluate import StepLog
+
+TINY_DIN = ("--set", "mlp_units=(8,)", "--set", "attention_units=(4,)")
+# Lines the quiet command line must never show: TensorFlow's C++ logs and the filtered warnings.
+NOISE = re.compile(r"absl|oneDNN|^[IWE]\d{4} |cpu_feature_guard|UserWarning|softmax over axis", re.MULTILINE)
 
 
 def run(*argv):
@@ -19,49 +34,148 @@ def run(*argv):
     return status, out.getvalue(), err.getvalue()
 
 
+def run_fresh(*argv, python_options=()):
+    """(exit status, stdout, stderr) of `python -m zoo ...` in a new interpreter (this backend)."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    result = subprocess.run([sys.executable, *python_options, "-m", "zoo", *argv], env=env, cwd=ROOT,
+                            capture_output=True, text=True, timeout=600)
+    return result.returncode, result.stdout, result.stderr
+
+
+def write_ratings(folder, users=8, per_user=10):
+    """A MovieLens u.data of `users` x `per_user` ratings (every user and item has >= 5: kept by 5-core)."""
+    rng = np.random.default_rng(0)
+    with open(os.path.join(folder, "u.data"), "w") as f:
+        for u in range(users):
+            for k in range(per_user):
+                f.write(f"{u + 1}\t{(u + k) % 10 + 1}\t{rng.integers(1, 6)}\t{1000 + 10 * k}\n")
+
+
+class Interrupted(Exception):
+    pass
+
+
 class CommandLineTest(TestCase):
     def test_every_command_has_help(self):
         for command in ("list", "fit", "evaluate", "reproduce", "tune", "export", "demo"):
             status, out, _ = run(command, "--help")
             self.assertEqual(status, 0, command)
             self.assertIn("usage:", out)
+            self.assertIn("--verbose", out)
 
-    def test_list(self):
-        status, out, _ = run("list")
-        self.assertEqual(status, 0)
-        self.assertIn("din", out)
-        self.assertIn("Zhou et al.", out)
+    def test_help_imports_no_backend(self):
+        for argv in (("--help",), ("fit", "--help")):
+            status, out, err = run_fresh(*argv, python_options=("-X", "importtime"))
+            self.assertEqual(status, 0, err[-2000:])
+            self.assertIn("usage:", out)
+            imported = {line.rsplit("|", 1)[-1].strip() for line in err.splitlines() if line.startswith("import time:")}
+            self.assertTrue({"zoo", "argparse"} <= imported)  # what the help needs, and no more:
+            self.assertFalse(imported & {"tensorflow", "keras", "jax", "torch", "numpy"}, argv)
 
-    def test_fit_evaluate_export_on_the_simulator(self):
+    def test_native_noise_filter_drops_only_the_known_lines(self):
+        noise = [
+            "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR",
+            "I0000 00:00:1796143705.484848   18806 port.cc:153] oneDNN custom operations are on. You may see slightly "
+            "different numerical results due to floating-point round-off errors from different computation orders. "
+            "To turn them off, set the environment variable `TF_ENABLE_ONEDNN_OPTS=0`.",
+            "E0000 00:00:1796143705.484848   18806 util.cc:131] oneDNN supports DT_BOOL only on platforms with "
+            "AVX-512. Falling back to the default Eigen-based implementation if present.",
+        ]
+        kept = [
+            "E0000 00:00:1796143705.484848   18806 util.cc:131] Something else went wrong.",
+            "Traceback (most recent call last):",
+            "error: python -m zoo fit: unknown model 'dinn'",
+        ]
+        self.assertEqual([_is_noise(line + "\n") for line in noise + kept], [True] * 3 + [False] * 3)
+
+    def test_fit_in_a_fresh_interpreter_is_quiet_then_evaluate_export(self):
         directory = Path(self.get_temp_dir())
-        status, out, err = run(
-            "fit", "din", "--rows", "256", "--epochs", "1", "--set", "mlp_units=(8,)",
-            "--set", "attention_units=(4,)", "--out", str(directory / "run"),
-        )
-        self.assertEqual(status, 0, err)
+        status, out, err = run_fresh("fit", "din", "--rows", "256", "--epochs", "1", *TINY_DIN,
+                                     "--out", str(directory / "run"))
+        self.assertEqual(status, 0, err[-3000:])
+        self.assertIsNone(NOISE.search(out + err), (out + err)[-3000:])
+        self.assertEqual(err.strip(), "")
         self.assertIn("val_auc", out)
-        self.assertTrue((directory / "run" / "report.json").is_file())
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", out)
+        self.assertRegex(plain, r"\b1/1 ")  # the training and scoring bars know their totals
+        self.assertNotIn("Unknown", plain)
+        report = json.loads((directory / "run" / "report.json").read_text())
+        self.assertEqual(sorted(report["figures"]),
+                         ["calibration.png", "roc_curve.png", "score_histograms.png", "training_curves.png"])
         self.assertTrue((directory / "run" / "preset" / "model.weights.h5").is_file())
-        status, out, err = run("evaluate", str(directory / "run" / "preset"), "--rows", "128")
+        self.assertFalse((directory / "run" / "backup").exists())  # a finished run leaves no backup
+        status, out, err = run("evaluate", str(directory / "run" / "preset"), "--rows", "128",
+                               "--plots", str(directory / "figures"))
         self.assertEqual(status, 0, err)
-        self.assertIn('"auc"', out)
+        shown = json.loads(out[out.index("{"):])
+        self.assertEqual(shown["rows"], 128)
+        self.assertEqual((shown["calibration"]["bins"], shown["calibration"]["binning"]), (10, "equal-frequency"))
+        self.assertEqual(set(shown["calibration"]), {"ece", "bins", "binning", "mean_pctr", "observed_ctr", "ratio"})
+        self.assertTrue((directory / "figures" / "calibration.png").is_file())
         status, out, err = run("export", str(directory / "run" / "preset"), str(directory / "export" / "1"))
         self.assertEqual(status, 0, err)
         self.assertTrue((directory / "export" / "1" / "saved_model.pb").is_file())
 
     def test_two_fits_with_one_seed_give_identical_metrics(self):
-        import json
-
         directory = Path(self.get_temp_dir())
         reports = []
         for run_name in ("a", "b"):
-            argv = ("fit", "din", "--rows", "256", "--epochs", "1", "--seed", "3", "--set", "mlp_units=(8,)",
-                    "--set", "attention_units=(4,)", "--verbose", "0", "--out", str(directory / run_name))
+            argv = ("fit", "din", "--rows", "256", "--epochs", "1", "--seed", "3", *TINY_DIN,
+                    "--out", str(directory / run_name))
             status, _, err = run(*argv)
             self.assertEqual(status, 0, err)
             reports.append(json.loads((directory / run_name / "report.json").read_text()))
         self.assertEqual(reports[0]["auc"], reports[1]["auc"])
         self.assertEqual(reports[0]["logloss"], reports[1]["logloss"])
+
+    def test_an_interrupted_fit_is_refused_without_resume_and_continued_with_it(self):
+        out = Path(self.get_temp_dir()) / "run"
+        argv = ("fit", "din", "--rows", "64", "--batch-size", "32", "--epochs", "2", *TINY_DIN, "--out", str(out))
+        ends = StepLog.on_epoch_end
+
+        def interrupt_after_the_first_epoch(log, epoch, logs=None):
+            ends(log, epoch, logs)
+            if epoch == 1:
+                raise Interrupted  # before Keras backs the second epoch up
+
+        status, _, err = run(*argv[:-2], "--resume", "--out", str(out))
+        self.assertEqual((status, err.strip().count("\n")), (2, 0))
+        self.assertIn("holds no interrupted run", err)
+        with mock.patch.object(StepLog, "on_epoch_end", interrupt_after_the_first_epoch):
+            with self.assertRaises(Interrupted):
+                run(*argv)
+        status, _, err = run(*argv)
+        self.assertEqual(status, 2)
+        self.assertEqual(err.strip(), f"error: {out / 'backup'} holds an interrupted run (1 epoch(s) done): pass "
+                                      "--resume to continue it or remove it")
+        status, _, err = run(*argv, "--resume")
+        self.assertEqual(status, 0, err)
+        report = json.loads((out / "report.json").read_text())
+        self.assertEqual(len(report["history"]["loss"]), 2)  # the first epoch's logs and the resumed second's
+        self.assertFalse((out / "backup").exists())
+
+    def test_evaluate_refuses_a_preset_of_another_schema_in_one_line(self):
+        directory = Path(self.get_temp_dir())
+        model = zoo.get("din", schema=small_simulator().schema, attention_units=(4,), mlp_units=(8,))
+        model.save_to_preset(str(directory / "small"))
+        status, _, err = run("evaluate", str(directory / "small"), "--rows", "16")
+        self.assertEqual(status, 2)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+        self.assertIn("din was built for another schema than this data: the history has length", err)
+        self.assertIn("python -m zoo fit din (on the simulator), or zoo.get('din', schema=schema)", err)
+
+    def test_a_data_set_with_protocol_and_rows(self):
+        folder = self.get_temp_dir()
+        write_ratings(folder)
+        out = Path(self.get_temp_dir())
+        status, _, err = run("fit", "din", "--data", "movielens", "--path", folder, "--protocol", "rest", "--rows",
+                             "20", "--epochs", "1", *TINY_DIN, "--data-option", "sequence_length=4", "--out", str(out))
+        self.assertEqual(status, 0, err)
+        for name in ("report.json", "test_report.json"):  # the held-out splits: their first 20 / 5 = 4 rows
+            self.assertEqual(json.loads((out / name).read_text())["rows"], 4)
+        status, _, err = run("fit", "din", "--data", "movielens", "--path", folder, "--protocol", "deres")
+        self.assertEqual(status, 2)
+        self.assertIn("movielens has no protocol 'deres'", err)
 
     def test_bad_arguments_exit_2_with_one_line(self):
         cases = [
@@ -70,12 +184,15 @@ class CommandLineTest(TestCase):
             (("fit", "din", "--data", "criteo", "--path", "/nowhere/x.csv"), "/nowhere/x.csv: no such file"),
             (("fit", "din", "--set", "depth"), "bad override 'depth'"),
             (("fit", "din", "--set", "depth=3", "--rows", "10"), "din has no hyperparameter depth"),
+            (("fit", "din", "--rows", "0"), "--rows is 0; it must be at least 1"),
+            (("fit", "din", "--protocol", "deres"), "--protocol is a data set's preprocessing"),
             (("tune", "din", "--search", "B", "--rows", "10"), "din has no hyperparameter num_blocks"),
             (("export", "din", "/tmp/zoo-no-version"), "numeric version"),
             (("evaluate", "./nowhere"), "no such preset directory"),
             (("frobnicate",), "invalid choice"),
         ]
-        for argv, message in cases:
+        for argv in cases:
+            argv, message = argv
             status, _, err = run(*argv)
             self.assertEqual(status, 2, argv)
             self.assertIn(message, err, argv)
