@@ -259,17 +259,19 @@ def _evaluate(args):
 
 
 def _tune(args):
-    """KerasTuner search over B, r, k or the loss weights of a registered model."""
+    """KerasTuner search over B, r, k or a loss weight of a registered model: a line per trial, a table at
+    the end, the best values (and, with --save-best, the best trial as a preset)."""
     import zoo
+    from zoo.recipes.tuning import best_line
 
     train, schema = _data(args, "train", args.rows)
     val, _ = _data(args, "validation", max(args.rows // 5, 1))
     tuner = zoo.recipes.tune(
         args.model, train, val, schema=schema, search=args.search, tuner=args.tuner, max_trials=args.max_trials,
-        epochs=args.epochs or 1, directory=args.dir, recipe=args.recipe, **dict(args.set or []),
+        epochs=args.epochs or 1, directory=args.dir, recipe=args.recipe, verbose=2 if args.verbose else 1,
+        **dict(args.set or []),
     )
-    best = tuner.get_best_hyperparameters(1)[0].values
-    print(f"best {args.model}: {best}")
+    print(best_line(tuner))
     if args.save_best:
         zoo.recipes.save_best(tuner, args.save_best)
         print(f"best trial saved as a preset in {args.save_best}")
@@ -358,7 +360,10 @@ def _parser():
     tune = commands.add_parser("tune", help=_tune.__doc__)
     tune.add_argument("model", help="registered model name")
     _add_data_arguments(tune, 5_000)
-    tune.add_argument("--search", action="append", required=True, help="search key: B, r, k, lambda, lambda_seq, lambda_align")
+    tune.add_argument("--search", action="append", required=True,
+                      help="search key, repeatable: B (num_blocks of deres_p/deres_s/attnres, the UAB count num_layers "
+                      "of suan/lightsuan), r (dilation), k (window_size), lambda (eq 17, lightsuan), lambda_seq, "
+                      "lambda_align (rest)")
     tune.add_argument("--tuner", default="random", choices=["random", "bayesian", "hyperband"])
     tune.add_argument("--max-trials", type=int, default=4)
     tune.add_argument("--epochs", type=int, help="epochs per trial (default 1)")
