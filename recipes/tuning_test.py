@@ -121,8 +121,12 @@ class SearchTest(TestCase):
         options = dict(schema=self.simulator.schema, search=["B"], max_trials=2, directory=directory,
                        jit_compile=False, **self.fixed)
         Interrupt.batches = 0
-        with self.assertRaises(KeyboardInterrupt):
-            quietly(tune, "deres_p", self.train, self.val, callbacks=[Interrupt()], **options)
+        shown = io.StringIO()
+        with self.assertRaises(KeyboardInterrupt), contextlib.redirect_stdout(shown):
+            tune("deres_p", self.train, self.val, callbacks=[Interrupt()], verbose=2, **options)
+        self.assertIn("Search: Running Trial #1", shown.getvalue())  # verbose=2: KerasTuner's own display
+        self.assertIn("Trial 1 Complete", shown.getvalue())
+        self.assertNotIn("trial 1/2", shown.getvalue())
         resumed, printed = quietly(tune, "deres_p", self.train, self.val, **options)
         trials = resumed.oracle.trials
         self.assertEqual(sorted(t.status for t in trials.values()), ["COMPLETED", "COMPLETED"])
@@ -144,6 +148,8 @@ class SearchTest(TestCase):
         self.assertEqual(again.num_blocks, best.hyperparameters.get("B"))
         _, silent = quietly(tune, "deres_p", self.train, self.val, verbose=0, **options)
         self.assertEqual(silent, "")
+        with self.assertRaisesRegex(ZooError, "verbose is 3; it must be 0, 1 or 2"):
+            tune("deres_p", self.train, self.val, verbose=3, **options)
         with self.assertRaisesRegex(ZooError, "holds a search that offered B in \\[1, 2\\], but this deres_p allows"):
             tune("deres_p", self.train, self.val, project_name=resumed.project_name, **{**options, "num_layers": 1})
 
