@@ -55,6 +55,7 @@ def build(name, path, seed=0):
     processed = datasets.prepare(table.data, path, verbose=False, **reproduction.data_options)
     state = processed.preprocessing()
     folder = SAVED / name
+    model = _inference_copy(model)
     model.save_to_preset(
         folder,
         metadata={
@@ -73,6 +74,13 @@ def build(name, path, seed=0):
     add_reference(folder, table.data, path)
     print(f"{name}: test AUC {result['test_auc']:.4f}, LogLoss {result['test_logloss']:.4f} -> {folder}")
     shutil.rmtree(f"/tmp/zoo_real_presets/{name}", ignore_errors=True)
+
+
+def _inference_copy(model):
+    """The trained model without its optimizer (a compiled model's weights file also holds Adam's moments)."""
+    copy = type(model).from_config(model.get_config())
+    copy.set_weights(model.get_weights())
+    return copy
 
 
 def user_lines(raw_file, count=40):
