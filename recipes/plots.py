@@ -45,7 +45,8 @@ def training_curves(history, path, step_history=None):
     for axis, name in zip(axes[0], names):
         ends = None
         if step_history and name in step_history:
-            axis.plot(step_history["step"], step_history[name], label="training (running mean over the epoch)")
+            axis.plot(step_history["step"], step_history[name], marker="." if len(step_history["step"]) < 30 else None,
+                      label="training (running mean over the epoch)")
             ends = step_history["epoch_end"]
             axis.set_xlabel("training step")
         for key, label in ((name, "training"), (f"val_{name}", "validation")):
@@ -56,8 +57,8 @@ def training_curves(history, path, step_history=None):
             axis.plot(x, values, marker="o", label=label + (" (epoch end)" if ends is not None else ""))
             if len(values) == 1:
                 axis.annotate(f"{values[0]:.4f}", (x[0], values[0]), textcoords="offset points", xytext=(6, 4))
+        axis.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
         if ends is None:
-            axis.xaxis.set_major_locator(MaxNLocator(integer=True))
             axis.set_xlim(0.5, epochs + 0.5)
             axis.set_xlabel("epoch")
         axis.set_ylabel(merged if merged and name == "loss" else _LABELS.get(name, name))
@@ -225,7 +226,7 @@ def history_attention(stats, path):
     _hatch_missing(axis, ~np.isfinite(grid))
     offsets = list(range(first - length, 0))  # the behaviour's slot relative to the candidate (-1: newest)
     step = max(1, len(offsets) // 12)
-    ticks = list(range(0, len(offsets), step)) + [len(offsets)]
+    ticks = [t for t in range(0, len(offsets), step) if step == 1 or t < len(offsets) - 2] + [len(offsets)]
     axis.set_xticks(ticks, [str(offsets[t]) for t in ticks[:-1]] + ["candidate\nitself"])
     axis.set_yticks(range(grid.shape[0]), [f"UAB {l + 1}, head {h + 1}" for l in range(layers) for h in range(heads)])
     axis.set_xlabel(f"behaviour (position relative to the candidate; {len(offsets)} real behaviours, newest at -1)")
