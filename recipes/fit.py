@@ -227,6 +227,11 @@ def fit(
         if done:
             train = train.skip(done * steps)  # an interrupted run: continue the stream where its epochs ended
     compile_for(trainer, recipe, steps_per_epoch=steps, jit_compile=jit_compile)
+    if _is_tf_data(train):
+        # Build the loss, metrics and optimizer from the batch spec. Otherwise JAX and torch fit pull a
+        # batch through an extra iterator first, which under a reshuffling pipeline shifts the shuffle
+        # orders (and, on a resumed run, walks the whole skip): the resume would not be exact.
+        trainer._symbolic_build(data_batch=train.element_spec)
     stateful = []
     if val is not None and recipe.early_stopping_patience is not None:
         stateful.append(
