@@ -33,6 +33,19 @@ NUMERIC_LIMIT = 1e9  # |num_*| above this is refused (see Schema.validate)
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
+def time_limit():
+    """(the largest time the backend holds exactly, why): int64's, or int32's under JAX without x64,
+    which truncates int64 inputs to int32 (wrapping larger values) instead of refusing them."""
+    import keras
+
+    if keras.backend.backend() == "jax":
+        import jax
+
+        if not jax.config.jax_enable_x64:
+            return int(np.iinfo("int32").max), "JAX without x64 truncates int64 times to int32: 2038-01-19"
+    return int(np.iinfo("int64").max), "int64"
+
+
 @dataclasses.dataclass(frozen=True)
 class Schema:
     """The features of a data set and the shapes a model is built for.
@@ -179,11 +192,14 @@ class Schema:
 
         - a dict holding exactly the schema's keys, or with `keys` (the subset a serving part takes) at
           least those: other schema keys are then left out of the returned batch;
-        - the same B everywhere (B >= 1 with empty_ok=False, as every scoring entry point asks); hist_* [B, L] with L the schema's sequence_length (left-pad
-          shorter histories with 0); cand_* [B, M] with one M;
+        - the same B everywhere; hist_* [B, L] with L the schema's sequence_length (left-pad shorter
+          histories with 0); cand_* [B, M] with one M; with empty_ok=False (every scoring entry point)
+          B >= 1 and M >= 1;
         - ids are integers in [0, vocabulary_size) (negative or too large ids are refused, never wrapped);
-          times are integers >= 0; numerics are finite and within +-NUMERIC_LIMIT (they are expected after
-          the paper's transform, and squares of larger values overflow float32);
+          times are integers >= 0 that the backend holds exactly (int64; int32, up to 2038-01-19, under
+          JAX without x64, which would truncate larger ones); numerics are finite and within
+          +-NUMERIC_LIMIT (they are expected after the paper's transform, and squares of larger values
+          overflow float32);
         - every row's real behaviours are sorted oldest first (equal times allowed): unsorted histories
           are refused for every model, never sorted silently.
         """
@@ -235,9 +251,13 @@ class Schema:
                     )
             else:
                 if not np.issubdtype(value.dtype, np.integer):
-                    raise ZooError(f"{key} must hold integer ids, got dtype {value.dtype}")
+                    kind = "times (unix seconds)" if key in TIME_KEYS else "ids"
+                    raise ZooError(f"{key} must hold integer {kind}, got dtype {value.dtype}")
                 if value.size and value.min() < 0:
                     raise ZooError(f"{key} has a negative value ({value.min()}); ids and times are >= 0")
+                if key in TIME_KEYS and value.size and value.max() > time_limit()[0]:
+                    limit, reason = time_limit()
+                    raise ZooError(f"{key} has {value.max()}, beyond {limit} ({reason})")
                 if key not in TIME_KEYS:
                     vocab = self.feature(key).vocabulary_size
                     if value.size and value.max() >= vocab:
@@ -249,6 +269,8 @@ class Schema:
         cand_lengths = {arrays[k].shape[1] for k in arrays if k.startswith("cand")}
         if len(cand_lengths) > 1:
             raise ZooError(f"candidate features disagree on M: lengths {sorted(cand_lengths)}")
+        if cand_lengths == {0} and not empty_ok:
+            raise ZooError("the batch has no candidates to score (cand_* arrays have M = 0)")
         self._check_sorted(arrays)
         if labels is not None:
             labels = np.asarray(labels)

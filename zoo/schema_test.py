@@ -90,7 +90,11 @@ class SchemaTest(TestCase):
             "has length 5 but the schema needs 8 \\(left-pad": {"hist_category": np.ones((3, 5), "int32")},
             "num_price has 3e\\+38, beyond": {"num_price": np.array([0.0, 3e38, 1.0], "float32")},
             "hist_item_id is ragged": {"hist_item_id": [[1, 2], [3], [4, 5, 6]]},
-            "cand_item_id has shape \\[3\\] but the contract wants \\['B', 'M'\\]": {"cand_item_id": np.ones(3, "int32")},
+            "cand_item_id has shape \\[3\\] but the contract wants \\['B', 'M'\\]":
+                {"cand_item_id": np.ones(3, "int32")},
+            "hist_time must hold integer times \\(unix seconds\\)": {"hist_time": good["hist_time"] * 1.0},
+            # Python ints past int64 arrive as uint64: refused, never wrapped to negative times.
+            "cand_time has 9223372036854775809, beyond (9223372036854775807|2147483647)": {"cand_time": [[2**63 + 1]] * 3},
         }
         for message, change in cases.items():
             with self.assertRaisesRegex(ZooError, message):
@@ -104,6 +108,9 @@ class SchemaTest(TestCase):
         with self.assertRaisesRegex(ZooError, "the batch is empty \\(B = 0\\)"):
             simulator.schema.validate({k: v[:0] for k, v in good.items()}, empty_ok=False)
         simulator.schema.validate({k: v[:0] for k, v in good.items()})  # an empty split is a valid data set
+        no_candidates = {k: (v[:, :0] if k.startswith("cand") else v) for k, v in good.items()}
+        with self.assertRaisesRegex(ZooError, "no candidates to score \\(cand_\\* arrays have M = 0\\)"):
+            simulator.schema.validate(no_candidates, empty_ok=False)
         unsorted = {k: v.copy() for k, v in good.items()}
         row = next(r for r in range(3) if np.count_nonzero(good["hist_item_id"][r]) >= 2)
         real = np.flatnonzero(unsorted["hist_item_id"][row])
@@ -114,4 +121,19 @@ class SchemaTest(TestCase):
         arrays = simulator.schema.validate(as_lists)
         self.assertEqual({k: str(v.dtype) for k, v in arrays.items()}, {k: str(v.dtype) for k, v in good.items()})
         hist_keys = [k for k in good if k.startswith("hist")]
-        self.assertEqual(sorted(simulator.schema.validate({k: good[k] for k in hist_keys}, keys=hist_keys)), sorted(hist_keys))
+        validated = simulator.schema.validate({k: good[k] for k in hist_keys}, keys=hist_keys)
+        self.assertEqual(sorted(validated), sorted(hist_keys))
+
+    def test_times_the_backend_would_truncate_are_refused(self):
+        """JAX without x64 truncates int64 inputs to int32: a time after 2038-01-19 would be wrapped to a
+        negative one there, so it is refused there (and accepted where int64 holds it)."""
+        import keras
+
+        simulator = small_simulator()
+        good, _ = simulator.sample(3)
+        later = dict(good, cand_time=good["cand_time"] + 2**31)
+        if keras.backend.backend() == "jax":
+            with self.assertRaisesRegex(ZooError, "cand_time has .*, beyond 2147483647 \\(JAX without x64"):
+                simulator.schema.validate(later)
+        else:
+            self.assertEqual(simulator.schema.validate(later)["cand_time"].tolist(), later["cand_time"].tolist())
