@@ -15,7 +15,7 @@ import numpy as np
 
 import zoo
 from tests.testing import ROOT, TestCase, small_simulator
-from zoo.__main__ import _is_noise, main
+from zoo.__main__ import _command_line, _is_noise, main
 from zoo.recipes.evaluate import StepLog
 
 TINY_DIN = ("--set", "mlp_units=(8,)", "--set", "attention_units=(4,)")
@@ -87,6 +87,27 @@ class CommandLineTest(TestCase):
             "error: python -m zoo fit: unknown model 'dinn'",
         ]
         self.assertEqual([_is_noise(line + "\n") for line in noise + kept], [True] * 3 + [False] * 3)
+
+    def test_the_filter_forwards_every_other_native_line_and_verbose_skips_it(self):
+        code = (
+            "import importlib.util, os, sys\n"
+            "spec = importlib.util.spec_from_file_location('cli', 'zoo/__main__.py')\n"
+            "cli = importlib.util.module_from_spec(spec)\n"
+            "spec.loader.exec_module(cli)\n"
+            "cli._filter_native_stderr()\n"
+            "os.write(2, b'WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\\n"
+            "E0000 00:00:1.2   7 util.cc:131] Something else went wrong.\\n')\n"
+            "print('from Python', file=sys.stderr)\n"
+        )
+        result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(sorted(result.stderr.splitlines()),
+                         ["E0000 00:00:1.2   7 util.cc:131] Something else went wrong.", "from Python"])
+        with mock.patch("zoo.__main__._quiet") as quiet, mock.patch("zoo.__main__.main", return_value=0):
+            _command_line(["list", "--verbose"])
+            quiet.assert_not_called()
+            _command_line(["list"])
+            quiet.assert_called_once()
 
     def test_fit_in_a_fresh_interpreter_is_quiet_then_evaluate_export(self):
         directory = Path(self.get_temp_dir())
