@@ -31,7 +31,7 @@ _WARNINGS = (
     # Attention over a single key (e.g. a profile of one user feature) is a softmax over one entry by design.
     r"You are using a softmax over axis -?\d+ of a tensor of shape .*\. This axis has size 1\.",
     # JAX without x64 holds the int64 unix seconds as int32; the models use time differences (DESIGN.md).
-    r"Explicitly requested dtype int64 requested in \w+ is not available, and will be truncated to dtype int32",
+    r"Explicitly requested dtype int64( requested in \w+)? is not available, and will be truncated to dtype int32",
 )
 
 
