@@ -185,28 +185,25 @@ def _no_distribution():
         yield
 
 
-def _shard_where_even():
-    """keras.distribution.ModelParallel that applies a LayoutMap entry only where the variable's rank
-    matches and every split dimension divides by its mesh axis; other variables are replicated and
-    recorded in `replicated` (JAX cannot split 62 rows over 4 devices)."""
+class _ShardWhereEven(keras.distribution.ModelParallel):
+    """keras.distribution.ModelParallel that applies a LayoutMap entry only where the variable's rank matches
+    and every split dimension divides by its mesh axis; other variables are replicated and recorded in
+    `replicated` (JAX cannot split 62 rows over 4 devices)."""
 
-    class ShardWhereEven(keras.distribution.ModelParallel):
-        def __init__(self, **kwargs):
-            super().__init__(**kwargs)
-            self.replicated = set()
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.replicated = set()
 
-        def get_variable_layout(self, variable):
-            layout = super().get_variable_layout(variable)
-            sizes = dict(zip(self.device_mesh.axis_names, self.device_mesh.shape))
-            axes = layout.axes
-            if len(axes) == len(variable.shape) and all(
-                axis is None or dim % sizes[axis] == 0 for axis, dim in zip(axes, variable.shape)
-            ):
-                return layout
-            self.replicated.add(variable.path)
-            return keras.distribution.TensorLayout([None] * len(variable.shape), self.device_mesh)
-
-    return ShardWhereEven
+    def get_variable_layout(self, variable):
+        layout = super().get_variable_layout(variable)
+        sizes = dict(zip(self.device_mesh.axis_names, self.device_mesh.shape))
+        axes = layout.axes
+        if len(axes) == len(variable.shape) and all(
+            axis is None or dim % sizes[axis] == 0 for axis, dim in zip(axes, variable.shape)
+        ):
+            return layout
+        self.replicated.add(variable.path)
+        return keras.distribution.TensorLayout([None] * len(variable.shape), self.device_mesh)
 
 
 def _model_parallel(devices, model_axis, shard_dense):
@@ -220,7 +217,7 @@ def _model_parallel(devices, model_axis, shard_dense):
     layout_map[r".*/embeddings"] = ("model", None)
     if shard_dense:
         layout_map[r".*/kernel"] = (None, "model")
-    return _shard_where_even()(layout_map=layout_map, batch_dim_name="batch")
+    return _ShardWhereEven(layout_map=layout_map, batch_dim_name="batch")
 
 
 def _check_options(strategy, devices, model_axis, shard_dense, batch_scaling):
@@ -371,7 +368,7 @@ def fit_distributed(fit, distribution, model, train, val, recipe, *, callbacks=(
     extra = list(callbacks) + ([_SynchronizedBatchNorm()] if run.uses_tf_distribute else [])
     placed = run.place(model)
     if run.replicated:
-        warnings.warn(f"not split over the {run.strategy} axis (shape does not divide it), replicated: "
+        warnings.warn(f"replicated on every device, their shape does not divide the model axis: "
                       f"{', '.join(run.replicated)}", stacklevel=3)
     with run.scope():
         history = fit(placed, train, val, recipe=recipe, callbacks=extra, **options)
