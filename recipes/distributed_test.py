@@ -382,7 +382,8 @@ class TensorFlowDistributionTest(TestCase):
     def test_bad_configuration_is_one_line(self):
         self.assertEqual(self.result["bad_batch"], "a global batch of 10 rows does not split over 4 replicas: use "
                          "a batch size that is a multiple of 4")
-        self.assertRegex(self.result["too_many_devices"], "^8 devices asked for but TensorFlow sees 4 \\(/device:CPU:0, ")
+        self.assertRegex(self.result["too_many_devices"],
+                         "^8 devices asked for but TensorFlow sees 4 \\(/device:CPU:0, ")
         self.assertRegex(self.result["multi_worker"], "^strategy 'multi-worker' runs under KERAS_BACKEND=jax")
 
     def test_export_of_a_mirrored_model_equals_the_single_device_export(self):
