@@ -14,7 +14,9 @@ first repairs, per value, in keras.ops (TF ops once traced for the export):
 
 and adds two outputs, int32 [B]: `repaired_ids` and `repaired_numerics`, the number of values
 repaired in each request row (0 for a request `Schema.validate` accepts, whose scores the guard never
-changes). Times (hist_time, cand_time) index no table and pass unchanged.
+changes). Times (hist_time, cand_time) index no table and pass unchanged: negative, unsorted or
+huge times give finite scores but are not repaired (a server that needs them checked runs
+`Schema.validate` before the request).
 """
 
 from keras import ops
