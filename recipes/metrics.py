@@ -46,7 +46,9 @@ def gauc(user_ids, labels, scores):
     user_ids = np.asarray(user_ids).reshape(-1)
     labels, scores = _as_1d("labels", labels), _as_1d("scores", scores)
     if not len(user_ids) == len(labels) == len(scores):
-        raise ZooError(f"gauc needs one user id per row: {len(user_ids)} ids, {len(labels)} labels, {len(scores)} scores")
+        raise ZooError(
+            f"gauc needs one user id per row: {len(user_ids)} ids, {len(labels)} labels, {len(scores)} scores"
+        )
     total, weight = 0.0, 0
     for user in np.unique(user_ids):
         rows = user_ids == user
@@ -131,7 +133,8 @@ def paired_bootstrap(labels, scores_a, scores_b, resamples=10_000, seed=0, chunk
     for start in range(0, resamples, chunk):
         count = min(chunk, resamples - start)
         weights = rng.multinomial(n, np.full(n, 1.0 / n), size=count).astype("float64")
-        per_seed = [_weighted_auc(labels, a, weights) - _weighted_auc(labels, b, weights) for a, b in zip(scores_a, scores_b)]
+        per_seed = [_weighted_auc(labels, a, weights) - _weighted_auc(labels, b, weights)
+                    for a, b in zip(scores_a, scores_b)]
         differences.append(np.mean(per_seed, axis=0))
     differences = np.concatenate(differences)
     differences = differences[np.isfinite(differences)]
