@@ -1,9 +1,11 @@
 """zoo.recipes: the papers' training protocols, metrics, reports, scaling-law fits and tuning."""
 
 from zoo.recipes.distillation import OnlineDistillation
-from zoo.recipes.evaluate import evaluate
+from zoo.recipes.distributed import make_distribution
+from zoo.recipes.data_check import check_dataset, check_schema
+from zoo.recipes.evaluate import StepLog, evaluate
 from zoo.recipes.fit import compile_for, data_options, fit, model_overrides
-from zoo.recipes.metrics import auc, default_metrics, gauc, paired_bootstrap, rela_impr
+from zoo.recipes.metrics import auc, calibration, default_metrics, gauc, paired_bootstrap, rela_impr
 from zoo.recipes.protocols import RECIPES, get_recipe
 from zoo.recipes.raw_rows import score_raw_rows
 from zoo.recipes.recipe import Recipe

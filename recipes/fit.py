@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from zoo.errors import ZooError
+from zoo.recipes.data_check import check_dataset
 from zoo.recipes.metrics import default_metrics
 from zoo.recipes.protocols import get_recipe
 from zoo.recipes.resume import RunLog, completed_epochs
@@ -212,6 +213,7 @@ def fit(
         return fit_distributed(fit, distribution, model, train, val, get_recipe(recipe, **overrides), **options)
     recipe = get_recipe(recipe, **overrides)
     check_model_overrides(model, recipe)
+    check_dataset(model, train, *([] if val is None else [val]))
     keras.utils.set_random_seed(recipe.seeds[0])
     samples_per_row = _num_candidates(train) or 1
     if _is_tf_data(train) and recipe.batch_size:
@@ -252,7 +254,8 @@ def fit(
         run_log = RunLog(backup_dir, stateful)
         extra += [run_log, keras.callbacks.BackupAndRestore(str(backup_dir))]
     history = trainer.fit(
-        train, validation_data=val, epochs=recipe.epochs, steps_per_epoch=steps_per_epoch, callbacks=extra, verbose=verbose
+        train, validation_data=val, epochs=recipe.epochs, steps_per_epoch=steps_per_epoch, callbacks=extra,
+        verbose=verbose, shuffle=False,  # the pipeline shuffles (Keras would only warn that it cannot)
     )
     if twin is not model:
         model.set_weights(twin.get_weights())

@@ -1,6 +1,7 @@
 """`RunLog`: what Keras' BackupAndRestore does not keep, so that a resumed run ends where an uninterrupted one
 ends: every finished epoch's logs (the full History), the random-number state of the model's layers
-(dropout's SeedGenerator states are variables but not weights, so `save_weights` leaves them out) and the
+(dropout's SeedGenerator states are variables but not weights, so `save_weights` leaves them out; under
+torch, a dropout without a seed draws from torch's global generator, so its state too) and the
 state of the callbacks that choose weights (EarlyStopping's best, wait and best weights; ModelCheckpoint's
 best)."""
 
@@ -48,6 +49,7 @@ class RunLog(keras.callbacks.Callback):
         self.backup_dir = Path(backup_dir)
         self.stateful = list(stateful)
         self.records = []
+        self._pending_rng = None
 
     def _path(self, name):
         return self.backup_dir / name
@@ -64,6 +66,14 @@ class RunLog(keras.callbacks.Callback):
                 self._restore(callback, state)
             for variable, value in zip(self._random_state_variables(), self.records[-1]["random_state"]):
                 variable.assign(np.asarray(value, dtype=variable.dtype))
+            # torch's generator is set at the first step, once Keras' torch data loader has made its iterator
+            # (which draws a seed from it): the state then equals an uninterrupted run's at that step.
+            self._pending_rng = self.records[-1].get("backend_rng")
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if self._pending_rng is not None:
+            _set_backend_rng(self._pending_rng)
+            self._pending_rng = None
 
     def _random_state_variables(self):
         """The model's variables that are not weights: the layers' SeedGenerator states."""
@@ -87,7 +97,7 @@ class RunLog(keras.callbacks.Callback):
         states = [self._state(callback) for callback in self.stateful]
         random_state = [keras.ops.convert_to_numpy(variable).tolist() for variable in self._random_state_variables()]
         self.records.append({"epoch": epoch, "logs": {k: float(v) for k, v in (logs or {}).items()},
-                             "state": states, "random_state": random_state})
+                             "state": states, "random_state": random_state, "backend_rng": _backend_rng()})
         os.makedirs(self.backup_dir, exist_ok=True)
         for callback in self.stateful:
             if (isinstance(callback, keras.callbacks.EarlyStopping) and callback.restore_best_weights
@@ -107,6 +117,26 @@ class RunLog(keras.callbacks.Callback):
             for key, value in record["logs"].items():
                 merged.setdefault(key, []).append(value)
         return merged
+
+
+def _backend_rng():
+    """torch's global generator states (CPU and every GPU), as lists of bytes; None on other backends."""
+    if keras.backend.backend() != "torch":
+        return None
+    import torch
+
+    cuda = [state.tolist() for state in torch.cuda.get_rng_state_all()] if torch.cuda.is_available() else []
+    return {"cpu": torch.get_rng_state().tolist(), "cuda": cuda}
+
+
+def _set_backend_rng(state):
+    if not state or keras.backend.backend() != "torch":
+        return
+    import torch
+
+    torch.set_rng_state(torch.tensor(state["cpu"], dtype=torch.uint8))
+    if state["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all([torch.tensor(s, dtype=torch.uint8) for s in state["cuda"]])
 
 
 def _plain(value):

@@ -179,15 +179,35 @@ def _backup(args):
     return backup
 
 
+def _distribution(args):
+    """The run's zoo.recipes.distributed.Distributed (--strategy, --devices, ...), None on one device."""
+    from zoo.errors import ZooError
+
+    if args.strategy is None and args.devices is None:
+        if args.model_axis is not None or args.shard_dense or args.batch_scaling is not None:
+            raise ZooError("--model-axis, --shard-dense and --batch-scaling go with --strategy (or --devices)")
+        return None
+    from zoo.recipes.distributed import make_distribution
+
+    return make_distribution(args.strategy or "data", devices=args.devices, model_axis=args.model_axis,
+                             shard_dense=args.shard_dense, batch_scaling=args.batch_scaling or "global")
+
+
 def _fit(args):
     """Train a registered model by a recipe (its batch size, batching, trainer and schedule); write a
     preset, a JSON report of the validation and test splits and figures."""
-    import zoo
+    import contextlib
 
+    import zoo
+    from zoo.errors import ZooError
+
+    run = _distribution(args)  # first: a multi-worker process joins its cluster before the backend starts
     import keras
     from zoo.recipes.evaluate import StepLog
 
-    backup = _backup(args)
+    if run is not None and run.num_processes > 1 and args.resume:
+        raise ZooError("--resume: a multi-worker run keeps no backup (every process would write the same folder)")
+    backup = _backup(args) if run is None or run.num_processes == 1 else None
     keras.utils.set_random_seed(args.seed)  # before anything random: the data and the model's weights
     recipe = zoo.recipes.get_recipe(args.recipe, **({"epochs": args.epochs} if args.epochs else {}))
     recipe = zoo.recipes.get_recipe(recipe, seeds=(args.seed,))
@@ -198,10 +218,16 @@ def _fit(args):
     plain_val, _ = _data(args, "validation", held_out, batch_size=recipe.batch_size)
     model_class = zoo.registry.entry(args.model).cls
     overrides = {**zoo.recipes.model_overrides(recipe, model_class), **dict(args.set or [])}
-    model = zoo.get(args.model, schema=schema.with_candidates(1), **overrides)
+    with run.scope() if run is not None else contextlib.nullcontext():  # variables placed as they are made
+        model = zoo.get(args.model, schema=schema.with_candidates(1), **overrides)
     steps = StepLog()
     os.makedirs(args.out, exist_ok=True)
-    history = zoo.recipes.fit(model, train, val, recipe=recipe, backup_dir=backup, callbacks=[steps], verbose=1)
+    history = zoo.recipes.fit(model, train, val, recipe=recipe, backup_dir=backup, callbacks=[steps], verbose=1,
+                              distribution=run)
+    if run is not None:
+        model = run.to_single_device(model)  # every process takes part (split tables are gathered)
+        if not run.is_chief:
+            return
     print("scoring the validation split")
     report = zoo.recipes.evaluate(
         model, plain_val, report_path=os.path.join(args.out, "report.json"), plots_dir=args.out,
@@ -330,6 +356,15 @@ def _parser():
     fit.add_argument("--out", default="runs/fit",
                      help="output folder: preset, reports, figures, backup (default runs/fit)")
     fit.add_argument("--resume", action="store_true", help="continue the interrupted run in <out>/backup")
+    fit.add_argument("--strategy", choices=["data", "model", "multi-worker"],
+                     help="train on several devices: data (replicas), model (JAX: embedding tables split by rows), "
+                          "multi-worker (JAX: one process per host, KERAS_DISTRIBUTION_* set by the launcher)")
+    fit.add_argument("--devices", type=int, help="how many local devices (default all; alone: --strategy data)")
+    fit.add_argument("--model-axis", type=int, help="devices each table is split over (default all; JAX)")
+    fit.add_argument("--shard-dense", action="store_true", help="also split 2-D Dense kernels by columns (JAX)")
+    fit.add_argument("--batch-scaling", choices=["global", "linear", "sqrt"],
+                     help="global (default): the recipe's batch is the global batch, its learning rate kept; linear "
+                          "or sqrt: the recipe's batch per replica, the learning rate x N or x sqrt(N)")
     fit.add_argument("--data-option", dest="data_options", type=_override, action="append", metavar="KEY=VALUE",
                      help="a data set protocol option, e.g. sequence_length=50")
     fit.set_defaults(run=_fit)

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from unittest import mock
 
+import keras
 import numpy as np
 
 import zoo
@@ -211,6 +212,9 @@ class CommandLineTest(TestCase):
             (("export", "din", "/tmp/zoo-no-version"), "numeric version"),
             (("evaluate", "./nowhere"), "no such preset directory"),
             (("frobnicate",), "invalid choice"),
+            (("fit", "din", "--rows", "10", "--shard-dense"), "go with --strategy (or --devices)"),
+            (("fit", "din", "--rows", "10", "--devices", "64"),
+             "Keras 3 has no multi-device training" if keras.backend.backend() == "torch" else "64 devices asked for"),
         ]
         for argv in cases:
             argv, message = argv
