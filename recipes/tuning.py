@@ -32,6 +32,7 @@ import time
 import warnings
 
 import keras_tuner
+import numpy as np
 
 import zoo
 from zoo.errors import ZooError
@@ -118,13 +119,16 @@ class ZooHyperModel(keras_tuner.HyperModel):
         search: search keys (`KEYS`); `search_space` gives each one's values for this model.
         recipe: the training protocol that compiles each trial (name or Recipe).
         fixed: hyperparameters every trial shares.
-        teacher: the SUAN teacher's hyperparameters when `lambda` is searched.
-        temperature: t of eq 17 when `lambda` is searched.
+        teacher: the SUAN teacher's hyperparameters when the trials distil (`lambda` searched, or the
+            `distill` recipe); None: the recipe's.
+        temperature: t of eq 17 when the trials distil; None: the recipe's (2).
         jit_compile: Keras' compile option for every trial (False skips XLA: faster for short trials).
+        warm_start: a trained `model_name` model whose weights every trial starts from (a fine-tuning
+            search); only keys that keep the weights' shapes (r, k, the loss weights) can be searched.
     """
 
-    def __init__(self, model_name, schema, search, recipe="suan", fixed=None, teacher=None, temperature=2.0,
-                 jit_compile="auto"):
+    def __init__(self, model_name, schema, search, recipe="suan", fixed=None, teacher=None, temperature=None,
+                 jit_compile="auto", warm_start=None):
         super().__init__(name=model_name)
         entry = zoo.registry.entry(model_name)
         self.model_name = model_name
@@ -147,18 +151,29 @@ class ZooHyperModel(keras_tuner.HyperModel):
         self.temperature = temperature
         self.jit_compile = jit_compile
         self.recipe = self._trial_recipe(get_recipe(recipe))
+        if warm_start is not None:
+            if getattr(warm_start, "registered_name", None) != model_name:
+                raise ZooError(f"warm_start must be a {model_name} model, not {type(warm_start).__name__}")
+            if "B" in self.search:
+                raise ZooError("warm_start fits searches that keep the weights' shapes (r, k, loss weights), not B")
+        self.warm_start = warm_start
 
     def _trial_recipe(self, recipe):
-        """The recipe, with the trainer that a searched loss weight needs."""
+        """The recipe, with the trainer that a searched loss weight needs and the teacher it was given."""
         searched = {name for name, _ in self.space.values()}
-        if "distillation_weight" in searched:
+        if "distillation_weight" in searched or recipe.trainer == "distillation":
             options = dict(RECIPES["distill"].trainer_options)
             if recipe.trainer == "distillation":
                 options.update(recipe.trainer_options)
-            options.update(temperature=self.temperature)
+            if self.temperature is not None:
+                options.update(temperature=self.temperature)
             if self.teacher:
                 options.update(teacher_hyperparameters=self.teacher)
             return get_recipe(recipe, trainer="distillation", trainer_options=options)
+        if self.teacher or self.temperature is not None:
+            raise ZooError(
+                "teacher and temperature are the distillation's: search lambda, or tune with recipe='distill'"
+            )
         if searched & {"seq_weight", "align_weight"}:
             options = dict(RECIPES["rest"].trainer_options)
             if recipe.trainer == "rest_auxiliary":
@@ -179,6 +194,11 @@ class ZooHyperModel(keras_tuner.HyperModel):
         chosen = self.choices(hp)
         weights = {name: chosen.pop(name) for name in TRAINER_OPTIONS if name in chosen}
         model = zoo.get(self.model_name, schema=self.schema, **chosen)
+        if self.warm_start is not None:
+            shapes = [tuple(w.shape) for w in model.weights]
+            if shapes != [tuple(w.shape) for w in self.warm_start.weights]:
+                raise ZooError(f"warm_start: its weights do not fit {self.model_name} with {chosen}")
+            model.set_weights(self.warm_start.get_weights())
         recipe = self.recipe
         if weights:
             recipe = get_recipe(recipe, trainer_options={**recipe.trainer_options, **weights})
@@ -200,13 +220,19 @@ def _defaults(cls):
 
 
 def _digest(hypermodel):
-    """A short digest of everything a search holds fixed (model, schema, fixed values, recipe, teacher)."""
+    """A short digest of everything a search holds fixed (model, schema, fixed values, recipe and teacher,
+    the warm start's weights)."""
     fixed = {
         "model": hypermodel.model_name,
         "schema": hypermodel.schema.to_dict(),
         "fixed": hypermodel.fixed,
         "recipe": dataclasses.asdict(hypermodel.recipe),
     }
+    if hypermodel.warm_start is not None:
+        weights = hashlib.sha256()
+        for array in hypermodel.warm_start.get_weights():
+            weights.update(np.ascontiguousarray(array).tobytes())
+        fixed["warm_start"] = weights.hexdigest()
     text = json.dumps(fixed, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
@@ -305,8 +331,9 @@ def tune(
     verbose=1,
     callbacks=(),
     teacher=None,
-    temperature=2.0,
+    temperature=None,
     jit_compile="auto",
+    warm_start=None,
     **fixed,
 ):
     """Runs (or resumes) a KerasTuner search; returns the tuner (`tuner.get_best_hyperparameters()`).
@@ -317,7 +344,7 @@ def tune(
     if verbose not in (0, 1, 2):
         raise ZooError(f"verbose is {verbose!r}; it must be 0, 1 or 2")
     hypermodel = ZooHyperModel(model_name, schema, search, recipe=recipe, fixed=fixed, teacher=teacher,
-                               temperature=temperature, jit_compile=jit_compile)
+                               temperature=temperature, jit_compile=jit_compile, warm_start=warm_start)
     objective = keras_tuner.Objective("val_auc", direction="max")
     project_name = project_name or f"{model_name}_{'_'.join(search)}_{_digest(hypermodel)}"
     options = dict(objective=objective, seed=seed, directory=str(directory), overwrite=overwrite,

@@ -3,6 +3,7 @@ import io
 
 import keras
 import keras_tuner
+import numpy as np
 
 import zoo
 from tests.model_configs import SMALL
@@ -82,6 +83,8 @@ class SearchSpaceTest(TestCase):
         for (model, search), message in cases:
             with self.assertRaisesRegex(ZooError, message):
                 ZooHyperModel(model, self.schema, search)
+        with self.assertRaisesRegex(ZooError, "teacher and temperature are the distillation's: search lambda"):
+            ZooHyperModel("lightsuan", self.schema, ["k"], teacher=SMALL["suan"])
         with self.assertRaisesRegex(ZooError, "deres_p has no hyperparameter depth"):
             ZooHyperModel("deres_p", self.schema, ["B"], fixed={"depth": 3})
         no_user = small_simulator().schema.to_dict()
@@ -106,6 +109,29 @@ class SearchSpaceTest(TestCase):
         trainer = rest.build(hp)
         self.assertIsInstance(trainer, ReSTTrainer)
         self.assertEqual((trainer.seq_weight, trainer.align_weight), (hp.get("lambda_seq"), 0.1))
+
+
+    def test_warm_start_gives_every_trial_the_trained_weights(self):
+        config = {k: v for k, v in SMALL["lightsuan"].items() if k not in ("window_size", "dilation")}
+        trained = zoo.get("lightsuan", schema=self.schema, **SMALL["lightsuan"])
+        hypermodel = ZooHyperModel("lightsuan", self.schema, ["k", "r"], fixed=config, warm_start=trained)
+        hp = keras_tuner.HyperParameters()
+        hp.Fixed("k", 4)
+        hp.Fixed("r", 1)
+        model = hypermodel.build(hp)
+        self.assertEqual((model.window_size, model.dilation), (4, 1))
+        for got, want in zip(model.get_weights(), trained.get_weights()):
+            np.testing.assert_array_equal(got, want)
+        self.assertNotEqual(_digest(hypermodel), _digest(ZooHyperModel("lightsuan", self.schema, ["k", "r"],
+                                                                       fixed=config)))
+        with self.assertRaisesRegex(ZooError, "warm_start fits searches that keep the weights' shapes"):
+            ZooHyperModel("lightsuan", self.schema, ["B"], fixed=config, warm_start=trained)
+        din = zoo.get("din", schema=self.schema, **SMALL["din"])
+        with self.assertRaisesRegex(ZooError, "warm_start must be a lightsuan model, not DIN"):
+            ZooHyperModel("lightsuan", self.schema, ["k"], warm_start=din)
+        wider = ZooHyperModel("lightsuan", self.schema, ["k"], fixed={**config, "mlp_units": (16,)}, warm_start=trained)
+        with self.assertRaisesRegex(ZooError, "warm_start: its weights do not fit lightsuan"):
+            wider.build(keras_tuner.HyperParameters())
 
 
 class SearchTest(TestCase):
