@@ -100,7 +100,8 @@ def _list(args):
 
 
 def _demo(args):
-    """Simulate data, train a small DIN, report AUC/LogLoss, save and reload a preset, score a request."""
+    """The main job on the simulator: LightSUAN distilled from SUAN, parallel candidate scoring, a KerasTuner
+    search, a preset, and a SavedModel called from a TensorFlow-only process."""
     from zoo import demo
 
     demo.run(rows=args.rows, epochs=args.epochs, out=args.out, seed=args.seed)
@@ -416,9 +417,10 @@ def _parser():
     export.add_argument("--m2", type=int, help="candidates per parallel pass (parallel_candidates)")
     export.set_defaults(run=_export)
     demo = commands.add_parser("demo", help=_demo.__doc__)
-    demo.add_argument("--rows", type=int, default=30_000, help="training rows to simulate (default 30000)")
-    demo.add_argument("--epochs", type=int, default=3, help="training epochs (default 3)")
-    demo.add_argument("--out", default="demo_out", help="where to write the preset (default demo_out/)")
+    demo.add_argument("--rows", type=int, default=20_000, help="training rows to simulate (default 20000)")
+    demo.add_argument("--epochs", type=int, default=5, help="epochs of the distill recipe (default 5)")
+    demo.add_argument("--out", default="demo_out",
+                      help="where to write the preset, the tuning project and the export (default demo_out/)")
     demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     demo.set_defaults(run=_demo)
     for command in commands.choices.values():
