@@ -105,6 +105,7 @@ class Timeline:
 
     def __init__(self):
         self.epoch_begin, self.train_batches, self.test_begin, self.test_batches = [], [], [], []
+        self.epoch_end = []
 
     def callback(self):
         import keras
@@ -120,6 +121,9 @@ class Timeline:
 
             def on_train_batch_end(self, batch, logs=None):
                 timeline.train_batches[-1].append(time.perf_counter())
+
+            def on_epoch_end(self, epoch, logs=None):
+                timeline.epoch_end.append(time.perf_counter())
 
             def on_test_begin(self, logs=None):
                 if timeline.test_begin:  # fit's validation (not the final evaluate)
@@ -159,6 +163,8 @@ class Timeline:
             "to_validation_s": [v - t[-1] for t, v in zip(self.train_batches, self.test_begin) if v and t],
             "after_validation_s": [self.epoch_begin[e] - self.test_batches[e - 1][-1]
                                    for e in range(1, epochs) if self.test_batches[e - 1]],
+            "validation_s": [v[-1] - b for v, b in zip(self.test_batches, self.test_begin) if v],
+            "epoch_end_to_begin_s": [self.epoch_begin[e] - self.epoch_end[e - 1] for e in range(1, epochs)],
         }
 
 
@@ -228,10 +234,12 @@ def worker(spec):
     model = zoo.get(spec["model"], schema=schema, **params)
     timeline = Timeline()
     jit = {"auto": "auto", "off": False}.get(spec["jit"], keras.backend.backend() == "torch" or "auto")
+    started = time.perf_counter()
     zoo.recipes.fit(
         model, train, val, recipe="suan", epochs=spec["epochs"], batch_size=spec["batch_size"],
         learning_rate=spec["learning_rate"], callbacks=[timeline.callback()], verbose=0, jit_compile=jit,
     )
+    fit_s = time.perf_counter() - started  # steps counted, compilation, validation: all of fit
     result = timeline.summary(rows)
     metrics = model.evaluate(test, return_dict=True, verbose=0)
     memory, where = peak_memory_mb()
@@ -239,7 +247,7 @@ def worker(spec):
         model=spec["model"], backend=keras.backend.backend(), parameters=model.count_params(), rows=rows,
         auc=float(metrics["auc"]), logloss=float(metrics["logloss"]), peak_mb=memory, memory_of=where,
         feed_samples_per_second=feed_rate(train, spec["batch_size"]), hyperparameters=params,
-        jit_compile=str(jit),
+        jit_compile=str(jit), fit_s=fit_s, fit_samples_per_second=rows * spec["epochs"] / fit_s,
     )
     return result
 

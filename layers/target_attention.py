@@ -38,14 +38,13 @@ class TargetAttention(keras.layers.Layer):
     def call(self, candidates, history, history_valid):
         # The activation unit's first layer on [e, v, e - v, e * v] with kernel W = [W_e; W_v; W_d; W_p]
         # (each [D, units]) is e (W_e + W_d) + v (W_v - W_d) + (e * v) W_p: the history's term once per
-        # row, the candidate's once per candidate, and only (e * v) W_p = e (diag(v) W_p) per pair,
-        # without building the [B, M, L, 4D] concatenation (4x fewer multiply-adds and memory passes).
+        # row, the candidate's once per candidate, and only (e * v) W_p per pair, without building the
+        # [B, M, L, 4D] concatenation (4x fewer multiply-adds and memory passes in that layer).
         first = self.hidden[0]
         w_e, w_v, w_d, w_p = ops.split(ops.cast(first.kernel, self.compute_dtype), 4, axis=0)
         h_history = ops.matmul(history, w_e + w_d)  # [B, L, u]
         h_candidate = ops.matmul(candidates, w_v - w_d) + ops.cast(first.bias, self.compute_dtype)  # [B, M, u]
-        pair_kernels = candidates[:, :, :, None] * w_p  # diag(v_A) W_p: [B, M, D, u]
-        h_pair = ops.einsum("bld,bmdu->blmu", history, pair_kernels)  # [B, L, M, u]
+        h_pair = ops.matmul(history[:, :, None, :] * candidates[:, None, :, :], w_p)  # [B, L, M, u]
         h = first.activation(h_pair + h_history[:, :, None, :] + h_candidate[:, None, :, :])
         for dense in self.hidden[1:]:
             h = dense(h)
