@@ -6,7 +6,9 @@ Rebuilt by `python scripts/build_presets.py <name>`.
 
 PRESETS = {
     "autoint": {
-        "description": "AutoInt, embedding 8, 2 interacting layers of 2 heads x 8, Dice MLP (64, 32), trained on 40,000 simulated rows",
+        "description": "AutoInt, embedding 8, 2 interacting layers of 2 heads x 8, Dice MLP (64, 32), "
+        "trained on 40,000 simulated rows"
+        " with BatchNorm/Dice momentum 0.99 (the class default is now 0.9)",
         "path": "autoint",
     },
 }

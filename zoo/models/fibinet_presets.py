@@ -6,7 +6,9 @@ Rebuilt by `python scripts/build_presets.py <name>`.
 
 PRESETS = {
     "fibinet": {
-        "description": "FiBiNET, embedding 8, field-interaction bilinear, reduction ratio 3, MLP (64, 32), trained on 40,000 simulated rows",
+        "description": "FiBiNET, embedding 8, field-interaction bilinear, reduction ratio 3, MLP (64, 32), "
+        "trained on 40,000 simulated rows"
+        " with BatchNorm/Dice momentum 0.99 (the class default is now 0.9)",
         "path": "fibinet",
     },
 }

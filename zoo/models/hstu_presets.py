@@ -6,7 +6,8 @@ Rebuilt by `python scripts/build_presets.py <name>`.
 
 PRESETS = {
     "hstu": {
-        "description": "HSTU, 2 layers, 2 heads of 8, MLP (64, 32), trained on 40,000 simulated rows",
+        "description": "HSTU, 2 layers, 2 heads of 8, MLP (64, 32), trained on 40,000 simulated rows"
+        " with BatchNorm/Dice momentum 0.99 (the class default is now 0.9)",
         "path": "hstu",
     },
 }

@@ -6,7 +6,8 @@ Rebuilt by `python scripts/build_presets.py <name>`.
 
 PRESETS = {
     "sim_soft": {
-        "description": "SIM soft search, k 10, 2 heads of 16, MLP (64, 32), trained on 40,000 simulated rows",
+        "description": "SIM soft search, k 10, 2 heads of 16, MLP (64, 32), trained on 40,000 simulated rows"
+        " with BatchNorm/Dice momentum 0.99 (the class default is now 0.9)",
         "path": "sim_soft",
     },
 }

@@ -7,7 +7,8 @@ Rebuilt by `python scripts/build_presets.py <name>`.
 PRESETS = {
     "stca": {
         "description": "STCA, width 16, 2 cross-attention layers, MLP (64, 32), "
-        "trained on 40,000 simulated rows",
+        "trained on 40,000 simulated rows"
+        " with BatchNorm/Dice momentum 0.99 (the class default is now 0.9)",
         "path": "stca",
     },
 }
