@@ -44,7 +44,7 @@ class FuzzTest(TestCase):
             entry = fuzz.EntryPoint(model, name, simulator, seed=10)
             generator = fuzz.Generator(name, model.schema, entry.request, entry.extra, entry.full,
                                        np.random.default_rng(0))
-            cases = [case for _ in range(100) for make in generator.invalid for case in [make()]
+            cases = [case for _ in range(100) for make in generator.invalid + generator.valid for case in [make()]
                      if case is not None and case.mutation == mutation][:3]
             self.assertTrue(cases, f"{mutation} is no longer generated")
             outcomes = {fuzz.run_case(entry, case)[0] for case in cases}
