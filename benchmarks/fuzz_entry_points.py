@@ -253,12 +253,12 @@ class Generator:
         def unsorted_history(r):
             if "hist_time" not in r:
                 return False
-            time = r["hist_time"]
-            for row in rng.permutation(len(time)):
-                real = np.flatnonzero(time[row])
-                if len(real) >= 2 and time[row, real[-1]] > time[row, real[0]]:
+            times = r["hist_time"]
+            for row in rng.permutation(len(times)):
+                real = np.flatnonzero(times[row])
+                if len(real) >= 2 and times[row, real[-1]] > times[row, real[0]]:
                     i, j = real[0], real[-1]
-                    time[row, i], time[row, j] = time[row, j], time[row, i]
+                    times[row, i], times[row, j] = times[row, j], times[row, i]
                     return None
             return False
 
@@ -452,8 +452,8 @@ class Generator:
         elif kind == "equal_times":
             if "hist_time" not in request:
                 return None
-            time = request["hist_time"]
-            time[row] = np.where(time[row] > 0, time[row].max(), 0)
+            times = request["hist_time"]
+            times[row] = np.where(times[row] > 0, times[row].max(), 0)
         elif kind == "huge_times":
             if "hist_time" not in request and "cand_time" not in request:
                 return None

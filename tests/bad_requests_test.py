@@ -33,7 +33,8 @@ class BadRequestTest(TestCase):
     def setUpClass(cls):
         simulator = small_simulator()
         cls.features, _ = simulator.sample(3, seed=4)
-        cls.models = {name: zoo.get(name, schema=simulator.schema, **SMALL[name]) for name in ("din", "lightsuan", "rest")}
+        cls.models = {name: zoo.get(name, schema=simulator.schema, **SMALL[name])
+                      for name in ("din", "lightsuan", "rest")}
 
     def assert_rejects_then_recovers(self, entry_point, good_call):
         expected = good_call()

@@ -94,7 +94,8 @@ class SchemaTest(TestCase):
                 {"cand_item_id": np.ones(3, "int32")},
             "hist_time must hold integer times \\(unix seconds\\)": {"hist_time": good["hist_time"] * 1.0},
             # Python ints past int64 arrive as uint64: refused, never wrapped to negative times.
-            "cand_time has 9223372036854775809, beyond (9223372036854775807|2147483647)": {"cand_time": [[2**63 + 1]] * 3},
+            "cand_time has 9223372036854775809, beyond (9223372036854775807|2147483647)":
+                {"cand_time": [[2**63 + 1]] * 3},
         }
         for message, change in cases.items():
             with self.assertRaisesRegex(ZooError, message):
