@@ -5,9 +5,11 @@
     python benchmarks/backend_parity.py --max-batches 20 --epochs 3   # a shorter epoch (a busy machine)
     python benchmarks/backend_parity.py --smoke               # tiny sizes: seconds per backend
 
-Each (model, backend) pair trains in its own subprocess (Keras fixes the backend per process), in an
-order that rotates from model to model and round to round, so load from elsewhere on the machine hits
-every backend alike; with --rounds > 1 the fastest round counts. Every run goes through the zoo's own
+Each (model, backend) pair trains in its own subprocess (Keras fixes the backend per process). The three
+processes of a model start together, then train in turns of --turn-steps steps, one process at a time,
+in rotation (each process' clock stops while it waits), so that load from elsewhere on the machine hits
+every backend alike; the rotation's order changes from model to model and round to round, and with
+--rounds > 1 the fastest round counts. Every run goes through the zoo's own
 path: the data set's tf.data pipeline -> `zoo.recipes.fit` (recipe "suan" with the batch size, epochs
 and learning rate given here, Adam, binary cross-entropy, AUC/LogLoss metrics, the validation split
 evaluated after every epoch, `jit_compile` left at Keras' "auto": XLA for JAX and TensorFlow, eager for
@@ -21,7 +23,8 @@ Columns:
 - overhead: the largest per-epoch overhead, as a share of that epoch: the time at an epoch boundary that
   is not a training or validation step (iterator start and end, callbacks, any stall), i.e. the gap
   from an epoch's last training batch to the next epoch's first, less the validation batches and one
-  steady step (goal: < 5%);
+  steady step; over the boundaries after the first when there are 3 epochs or more (the first one
+  holds one-time work, printed in the run's JSON as first_boundary_s) (goal: < 5%);
 - feed x: how many times faster the pipeline fit feeds (re-batched tf.data, iterated alone) yields
   samples than the model trains on them (below ~2 the data path limits training);
 - AUC, LogLoss: on the test split after training (the metrics Keras computes, 1000 AUC thresholds);
@@ -39,6 +42,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -101,11 +105,26 @@ def splits(spec):
 
 
 class Timeline:
-    """Wall-clock times of fit's events (a Keras callback is built from it in `callback()`)."""
+    """Times of fit's events on a clock that stops while the run waits for its turn (a Keras callback is
+    built from it in `callback()`). With `turn_steps`, the run hands the machine back to the parent after
+    every `turn_steps` training steps (and once before the first): it prints PAUSE and waits for a line
+    on stdin, so that the backends of one model train in alternating turns of a few steps."""
 
-    def __init__(self):
+    def __init__(self, turn_steps=0):
         self.epoch_begin, self.train_batches, self.test_begin, self.test_batches = [], [], [], []
         self.epoch_end = []
+        self.turn_steps, self.steps, self.paused = turn_steps, 0, 0.0
+
+    def now(self):
+        return time.perf_counter() - self.paused
+
+    def wait_for_turn(self):
+        if not self.turn_steps:
+            return
+        print("PAUSE", flush=True)
+        started = time.perf_counter()
+        sys.stdin.readline()
+        self.paused += time.perf_counter() - started
 
     def callback(self):
         import keras
@@ -113,25 +132,32 @@ class Timeline:
         timeline = self
 
         class Record(keras.callbacks.Callback):
+            def on_train_begin(self, logs=None):
+                timeline.wait_for_turn()
+
             def on_epoch_begin(self, epoch, logs=None):
-                timeline.epoch_begin.append(time.perf_counter())
+                timeline.epoch_begin.append(timeline.now())
                 timeline.train_batches.append([])
                 timeline.test_begin.append(None)
                 timeline.test_batches.append([])
 
             def on_train_batch_end(self, batch, logs=None):
-                timeline.train_batches[-1].append(time.perf_counter())
+                timeline.train_batches[-1].append(timeline.now())
+                timeline.steps += 1
+                if timeline.turn_steps and timeline.steps % timeline.turn_steps == 0:
+                    timeline.wait_for_turn()
+                    timeline.train_batches[-1][-1] = timeline.now()  # the turn's end is not a step
 
             def on_epoch_end(self, epoch, logs=None):
-                timeline.epoch_end.append(time.perf_counter())
+                timeline.epoch_end.append(timeline.now())
 
             def on_test_begin(self, logs=None):
                 if timeline.test_begin:  # fit's validation (not the final evaluate)
-                    timeline.test_begin[-1] = time.perf_counter()
+                    timeline.test_begin[-1] = timeline.now()
 
             def on_test_batch_end(self, batch, logs=None):
                 if timeline.test_batches:
-                    timeline.test_batches[-1].append(time.perf_counter())
+                    timeline.test_batches[-1].append(timeline.now())
 
         return Record()
 
@@ -150,11 +176,13 @@ class Timeline:
                 gap -= self.test_batches[e - 1][-1] - self.test_begin[e - 1]
             epoch_s = self.train_batches[e][-1] - self.train_batches[e - 1][-1]
             overheads.append((max(gap, 0.0), epoch_s))
-        worst = max(overheads, key=lambda o: o[0] / o[1])
+        recurring = overheads[1:] or overheads  # the first boundary holds one-time work (lazy builds)
+        worst = max(recurring, key=lambda o: o[0] / o[1])
         return {
             "samples_per_second": rows * (epochs - 1) / train_s,
             "step_s": step,
-            "compile_s": compile_s,
+            "compile_s": max(compile_s, 0.0),
+            "first_boundary_s": overheads[0][0],
             "overhead_s": worst[0],
             "overhead_share": worst[0] / worst[1],
             "epoch_s": [self.train_batches[e][-1] - self.epoch_begin[e] for e in range(epochs)],
@@ -232,14 +260,14 @@ def worker(spec):
     keras.utils.set_random_seed(0)
     params = hyperparameters(spec["model"], spec["smoke"])
     model = zoo.get(spec["model"], schema=schema, **params)
-    timeline = Timeline()
+    timeline = Timeline(spec.get("turn_steps", 0))
     jit = {"auto": "auto", "off": False}.get(spec["jit"], keras.backend.backend() == "torch" or "auto")
-    started = time.perf_counter()
+    started = timeline.now()
     zoo.recipes.fit(
         model, train, val, recipe="suan", epochs=spec["epochs"], batch_size=spec["batch_size"],
         learning_rate=spec["learning_rate"], callbacks=[timeline.callback()], verbose=0, jit_compile=jit,
     )
-    fit_s = time.perf_counter() - started  # steps counted, compilation, validation: all of fit
+    fit_s = timeline.now() - started  # compilation, validation: all of fit but the waits for a turn
     result = timeline.summary(rows)
     metrics = model.evaluate(test, return_dict=True, verbose=0)
     memory, where = peak_memory_mb()
@@ -267,15 +295,21 @@ def run_spec(data=str(DEFAULT_DATA), length=50, batch_size=1024, epochs=3, learn
     }
 
 
-def run_worker(spec, backend, timeout):
+def worker_env(spec, backend):
     env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
     if spec["threads"]:
         env["OMP_NUM_THREADS"] = str(spec["threads"])
         if spec["threads"] == 1:
             env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false").strip()
-    command = [sys.executable, __file__, "--worker", json.dumps(spec)]
+    return env
+
+
+def run_worker(spec, backend, timeout):
+    """One (model, backend) run on its own, start to end."""
+    command = [sys.executable, __file__, "--worker", json.dumps(dict(spec, turn_steps=0))]
     try:
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+        done = subprocess.run(command, env=worker_env(spec, backend), capture_output=True, text=True, timeout=timeout,
+                              cwd=ROOT)
     except subprocess.TimeoutExpired:
         return {"model": spec["model"], "backend": backend, "error": f"timed out after {timeout} s"}
     for line in done.stdout.splitlines():
@@ -285,13 +319,65 @@ def run_worker(spec, backend, timeout):
     return {"model": spec["model"], "backend": backend, "error": " | ".join(tail)[-300:]}
 
 
+def run_in_turns(spec, backends, timeout):
+    """One model under every backend: one process each, started together (imports, data and model built side by
+    side), then training in turns of spec["turn_steps"] steps, one process at a time, in rotation, so that
+    load from elsewhere on the machine hits every backend alike. Returns {backend: result}."""
+    deadline = time.perf_counter() + timeout
+    logs = {b: tempfile.TemporaryFile(mode="w+") for b in backends}
+    procs = {
+        b: subprocess.Popen([sys.executable, __file__, "--worker", json.dumps(spec)], env=worker_env(spec, b),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=logs[b], text=True, cwd=ROOT)
+        for b in backends
+    }
+    results = {}
+
+    def advance(b):
+        """Reads b's output until it pauses (True) or ends (False)."""
+        for line in procs[b].stdout:
+            if line.startswith("PAUSE"):
+                return True
+            if line.startswith("RESULT "):
+                results[b] = json.loads(line[len("RESULT "):])
+        procs[b].wait()
+        if b not in results:
+            logs[b].seek(0)
+            tail = logs[b].read().strip().splitlines()[-3:]
+            results[b] = {"model": spec["model"], "backend": b, "error": " | ".join(tail)[-300:]}
+        return False
+
+    try:
+        active = [b for b in backends if advance(b)]
+        turn = 0
+        while active:
+            if time.perf_counter() > deadline:
+                for b in active:
+                    results[b] = {"model": spec["model"], "backend": b, "error": f"timed out after {timeout} s"}
+                break
+            b = active[turn % len(active)]
+            procs[b].stdin.write("GO\n")
+            procs[b].stdin.flush()
+            if advance(b):
+                turn += 1
+            else:
+                active.remove(b)
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+        for log in logs.values():
+            log.close()
+    return results
+
+
 def schedule(models, backends, rounds):
-    """(round, model, backend) in an order that rotates the backends from model to model and round to round."""
+    """(round, model, backends in order): the order rotates from model to model and round to round."""
     order = []
     for r in range(rounds):
         for i, model in enumerate(models):
             shift = (i + r) % len(backends)
-            order += [(r, model, b) for b in backends[shift:] + backends[:shift]]
+            order.append((r, model, backends[shift:] + backends[:shift]))
     return order
 
 
@@ -358,7 +444,10 @@ def main(argv=None):
     parser.add_argument("--jit", choices=["auto", "off", "torch-compile"], default="auto",
                         help="fit's jit_compile: Keras' auto (XLA for JAX/TF, eager torch), off everywhere, or auto "
                         "with torch.compile for torch")
-    parser.add_argument("--timeout", type=int, default=3600, help="seconds per run")
+    parser.add_argument("--turn-steps", type=int, default=2,
+                        help="training steps per turn when the backends of a model take turns (0: one run after "
+                        "the other)")
+    parser.add_argument("--timeout", type=int, default=7200, help="seconds per model")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes on the simulator (seconds per run)")
     parser.add_argument("--json", help="also write every run's result to this file")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -377,14 +466,19 @@ def main(argv=None):
           f"{os.cpu_count()} CPU cores; threads per backend: {args.threads or 'default'}"
           f"; jit_compile {args.jit}", flush=True)
     results = []
-    for r, model, backend in schedule(args.models, args.backends, args.rounds):
+    for r, model, backends in schedule(args.models, args.backends, args.rounds):
         started = time.perf_counter()
-        result = run_worker(dict(spec, model=model), backend, args.timeout)
-        result["round"] = r
-        results.append(result)
-        note = result.get("error") or (f"{result['samples_per_second']:,.0f} samples/s, "
-                                       f"AUC {result['auc']:.4f}, LogLoss {result['logloss']:.4f}")
-        print(f"  round {r + 1} {model:<10} {backend:<11} {time.perf_counter() - started:6.0f} s  {note}", flush=True)
+        if args.turn_steps:
+            runs = run_in_turns(dict(spec, model=model, turn_steps=args.turn_steps), backends, args.timeout)
+        else:
+            runs = {b: run_worker(dict(spec, model=model), b, args.timeout) for b in backends}
+        for backend in backends:
+            result = dict(runs[backend], round=r)
+            results.append(result)
+            note = result.get("error") or (f"{result['samples_per_second']:,.0f} samples/s, "
+                                           f"AUC {result['auc']:.4f}, LogLoss {result['logloss']:.4f}")
+            print(f"  round {r + 1} {model:<10} {backend:<11} {note}", flush=True)
+        print(f"  ({model}: {time.perf_counter() - started:.0f} s)", flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     best = best_of_rounds(results)
