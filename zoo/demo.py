@@ -44,6 +44,12 @@ TEACHER = {"num_layers": 2, "num_heads": 2, "mlp_units": (64, 32)}
 # distill recipe's 1e-3 and batch 256 are the paper's, for billions of rows).
 BATCH, LEARNING_RATE = 128, 3e-3
 
+
+def _jit_compile():
+    """JAX compiles each step (its own way to run); TensorFlow runs its graphs without XLA, whose
+    compile time a few minutes of CPU training do not repay; torch runs eagerly."""
+    return "auto" if keras.backend.backend() == "jax" else False
+
 # Runs in a fresh interpreter that cannot import keras or zoo: the SavedModel needs TensorFlow alone.
 _CLIENT = """
 import json, sys, time
@@ -123,7 +129,7 @@ def _serve(export_dir, request):
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "KERAS_BACKEND")}
         env.update(TF_CPP_MIN_LOG_LEVEL="3")
         result = subprocess.run(
-            [sys.executable, "-c", _CLIENT, str(export_dir), str(request_path), str(scores_path)],
+            [sys.executable, "-c", _CLIENT, str(Path(export_dir).resolve()), str(request_path), str(scores_path)],
             capture_output=True, text=True, env=env, cwd=scratch,
         )
         if result.returncode != 0:
@@ -159,7 +165,7 @@ def run(rows=20_000, epochs=5, out="demo_out", seed=0, candidates=512, requests=
     student = zoo.get("lightsuan", schema=schema, **STUDENT)
     options = {"teacher": "suan", "teacher_hyperparameters": TEACHER, "temperature": 2.0, "distillation_weight": None}
     history = zoo.recipes.fit(student, train, val, recipe="distill", epochs=epochs, learning_rate=LEARNING_RATE,
-                              batch_size=BATCH, trainer_options=options, jit_compile=False, verbose=2)
+                              batch_size=BATCH, trainer_options=options, jit_compile=_jit_compile(), verbose=2)
     teacher = history.trainer.teacher
     scores = {"LightSUAN (student)": student.predict(test_features, batch_size=1024, verbose=0),
               "SUAN (teacher)": teacher.predict(test_features, batch_size=1024, verbose=0)}
@@ -197,7 +203,7 @@ def run(rows=20_000, epochs=5, out="demo_out", seed=0, candidates=512, requests=
         "lightsuan", simulator.dataset(tuning_rows, batch_size=64, seed=seed + 5),
         simulator.dataset(max(tuning_rows // 4, 64), batch_size=1024, seed=seed + 6, shuffle=False),
         schema=schema, search=["k", "r"], max_trials=trials, directory=out / "tuning", overwrite=True,
-        warm_start=student, seed=seed, jit_compile=False, **fixed,
+        warm_start=student, seed=seed, jit_compile=_jit_compile(), **fixed,
     )
     best = tuner.oracle.get_best_trials(1)[0]
     results["tuning"] = {"best": dict(best.hyperparameters.values), "val_auc": best.score}

@@ -2,6 +2,7 @@
 
 import contextlib
 import io
+import os
 import unittest
 from pathlib import Path
 
@@ -17,7 +18,10 @@ from zoo import demo
 @unittest.skipUnless(keras.backend.backend() == "tensorflow", "the demo's backend; its parts run everywhere")
 class DemoTest(TestCase):
     def test_small_demo_runs_every_step(self):
-        out = Path(self.get_temp_dir())
+        cwd = os.getcwd()
+        os.chdir(self.get_temp_dir())
+        self.addCleanup(os.chdir, cwd)
+        out = Path("demo_out")  # relative, as scripts/demo.sh writes it
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
             results = demo.run(rows=256, epochs=1, out=out, candidates=40, requests=2, tuning_rows=128, trials=1)
