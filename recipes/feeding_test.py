@@ -118,4 +118,4 @@ class BackendParitySmokeTest(TestCase):
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
             parity.print_table({("din", result["backend"]): result}, ["din"], [result["backend"]])
-        self.assertRegex(printed.getvalue(), rf"\ndin\s+{result['backend']}\s+[\d,]+\s+[\d,]+\s+-")
+        self.assertRegex(printed.getvalue(), rf"\ndin\s+{result['backend']}\s+[\d,]+\s+[\d,]+\s+(-|1\.00)\s")
