@@ -18,7 +18,7 @@ run_backend() {
   local backend="$1" start rc
   start=$(date +%s)
   mkdir -p "$logs/cache-$backend"
-  KERAS_BACKEND=$backend ZOO_DATA_CACHE="$logs/cache-$backend" "$venv/bin/python" -m pytest -q "${@:2}" \
+  KERAS_BACKEND=$backend ZOO_DATA_CACHE="$logs/cache-$backend" "$venv/bin/python" -m pytest -q --durations=30 "${@:2}" \
     > "$logs/$backend.log" 2>&1
   rc=$?
   echo "=== KERAS_BACKEND=$backend: exit $rc in $(( $(date +%s) - start )) s" >> "$logs/$backend.log"

@@ -172,7 +172,7 @@ class PresetResolutionTest(TestCase):
             self.assertEqual(config["model"], row["model"], f"{row['path']} is not a {row['model']} preset")
             self.assertIn(row["preset"], preset_table(row["model"]))
         models = {row["name"]: row for row in zoo.list_models()}
-        self.assertEqual(models["lightsuan"]["presets"], ["lightsuan", "distilsuan"])
+        self.assertEqual(models["lightsuan"]["presets"], ["lightsuan", "distilsuan", "distilsuan_userbehavior"])
         self.assertEqual(models["lightsuan"]["parameters"], rows["lightsuan"]["parameters"])
 
     def test_names_resolve_one_way(self):
