@@ -11,7 +11,7 @@ from zoo.layers.rest_decoder import ReSTDecoder
 from zoo.layers.rest_encoder import ReSTEncoder
 from zoo.models.zoo_model import ZooModel
 from zoo.registry import register
-from zoo.schema import Schema
+from zoo.schema import Schema, time_limit
 
 
 class _SubModels:
@@ -180,14 +180,51 @@ class ReST(ZooModel):
             raise ZooError("rest.decode: state must be the dict rest.encode returned (memory, memory_valid, hist_time)")
         keys = [k for k in self.schema.keys() if not k.startswith("hist")]
         inputs = self.schema.validate(candidates, keys=keys, empty_ok=False)
-        batch, length = inputs["cand_time"].shape[0], self.schema.sequence_length
-        for key, shape in (("memory", (batch, length, self.model_dim)), ("memory_valid", (batch, length)),
-                           ("hist_time", (batch, length))):
-            if np.shape(state[key]) != shape:
-                raise ZooError(f"rest.decode: state['{key}'] has shape {list(np.shape(state[key]))}, expected {list(shape)}")
-        inputs.update(state)
+        inputs.update(self._checked_state(state, inputs["cand_time"].shape[0]))
         decoder = self.decoder(inputs["cand_time"].shape[1])
         return self.run_predictor(lambda: decoder.predict_on_batch(inputs), model=decoder)
+
+    def _checked_state(self, state, batch):
+        """The state `encode` returned, as arrays of its dtypes, after the checks `Schema.validate` makes
+        on a request (shapes, dtypes, finite memory, hist_time integers >= 0 and sorted): one-line
+        ZooError otherwise, before any backend call."""
+        length = self.schema.sequence_length
+        expected = {
+            "memory": ((batch, length, self.model_dim), "float32"),
+            "memory_valid": ((batch, length), "bool"),
+            "hist_time": ((batch, length), "int64"),
+        }
+        arrays = {}
+        for key, (shape, dtype) in expected.items():
+            try:
+                value = np.asarray(state[key])
+            except ValueError:
+                value = np.asarray(state[key], dtype=object)
+            if value.dtype == object or not (np.issubdtype(value.dtype, np.number) or value.dtype == bool):
+                raise ZooError(f"rest.decode: state['{key}'] must be a numeric array, got dtype {value.dtype}")
+            if value.shape != shape:
+                raise ZooError(f"rest.decode: state['{key}'] has shape {list(value.shape)}, expected {list(shape)}")
+            arrays[key] = value
+        if not np.all(np.isfinite(arrays["memory"])):
+            raise ZooError(
+                "rest.decode: state['memory'] contains NaN or infinite values; pass encode's output unchanged"
+            )
+        if not np.isin(arrays["memory_valid"], (0, 1)).all():
+            raise ZooError("rest.decode: state['memory_valid'] must hold booleans (or 0/1)")
+        if not np.issubdtype(arrays["hist_time"].dtype, np.integer):
+            dtype = arrays["hist_time"].dtype
+            raise ZooError(f"rest.decode: state['hist_time'] must hold integer times, got dtype {dtype}")
+        arrays = {key: arrays[key].astype(dtype, copy=False) for key, (_, dtype) in expected.items()}
+        time = arrays["hist_time"]
+        if time.size and time.min() < 0:
+            raise ZooError(f"rest.decode: state['hist_time'] has a negative value ({time.min()}); times are >= 0")
+        if time.size and time.max() > time_limit()[0]:
+            limit, reason = time_limit()
+            raise ZooError(f"rest.decode: state['hist_time'] has {time.max()}, beyond {limit} ({reason})")
+        latest = np.maximum.accumulate(np.where(arrays["memory_valid"], time, np.iinfo("int64").min), axis=1)
+        if (arrays["memory_valid"][:, 1:] & (time[:, 1:] < latest[:, :-1])).any():
+            raise ZooError("rest.decode: state['hist_time'] is not sorted oldest first; pass encode's output unchanged")
+        return arrays
 
     # ------------------------------------------------------------------ figures
     def introspect(self, features):

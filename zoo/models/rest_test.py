@@ -123,6 +123,30 @@ class ReSTModelTest(TestCase):
         full = run(self.model, stack_rows(singles))
         self.assertAllClose(scores.reshape(-1), full[:, 0], atol=1e-5)
 
+    def test_decode_checks_the_state_before_the_backend(self):
+        state = self.model.encode(self.features)
+        rest = {k: self.features[k] for k in NON_HIST}
+        good = self.model.decode(state, rest)
+        as_lists = {k: v.tolist() for k, v in state.items()}  # JSON-style state: same scores
+        self.assertAllClose(self.model.decode(as_lists, rest), good, atol=1e-6)
+        unsorted = state["hist_time"].copy()
+        valid = state["memory_valid"][2]
+        last, before = np.flatnonzero(valid)[-1], np.flatnonzero(valid)[-2]
+        unsorted[2, last] = unsorted[2, before] - 1
+        bad = {
+            "memory'\\] contains NaN": {"memory": np.where(state["memory"] > 0, np.nan, state["memory"])},
+            "memory'\\] must be a numeric array": {"memory": np.full(state["memory"].shape, "x")},
+            "hist_time'\\] must hold integer times": {"hist_time": state["hist_time"] + 0.5},
+            "hist_time'\\] has a negative value": {"hist_time": state["hist_time"] - 10**12},
+            "hist_time'\\] is not sorted": {"hist_time": unsorted},
+            "memory_valid'\\] must hold booleans": {"memory_valid": state["memory_valid"] * 2},
+            "memory'\\] has shape": {"memory": state["memory"][:, :, :3]},
+        }
+        for message, change in bad.items():
+            with self.subTest(message), self.assertRaisesRegex(zoo.ZooError, message):
+                self.model.decode({**state, **change}, rest)
+        self.assertAllClose(self.model.decode(state, rest), good, atol=1e-6)  # still usable afterwards
+
     def test_shared_prefix_pass_equals_each_sample_alone(self):
         timeline = user_timeline(seed=2)
         times = timeline["time"]
