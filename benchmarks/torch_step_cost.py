@@ -1,0 +1,105 @@
+"""Where a torch training step of the zoo's DIN goes: kernels vs Keras' and Python's own cost, eager vs
+torch.compile, in one run (KERAS_BACKEND=torch is set here).
+
+    python benchmarks/torch_step_cost.py                 # issue #19's DIN: batch 1024, L = 50, embedding 32
+    python benchmarks/torch_step_cost.py --steps 20 --batch-size 256
+
+One batch of the ML-100K shape (from the behaviour simulator: L = 50, embedding 32 per field), DIN with
+attention (32, 16) and MLP (64, 32) with BatchNorm + Dice, Adam, Keras' own train step
+(`model.train_on_batch`, what `fit` calls per batch under torch). Printed per variant:
+- ms/step: the median wall time of a training step after warm-up;
+- kernels ms: the time torch's profiler records inside aten operators per step (the work itself: the
+  matrix products, gathers, elementwise ops, forward and backward, and their own dispatch in C++);
+- outside kernels: the rest of the step, i.e. Keras' layer calls, variable and optimizer bookkeeping and
+  the Python interpreter, as ms and as a share of the step;
+- ops/step: how many aten operators a step launches (each pays torch's eager dispatch).
+Variants: eager (Keras' default on torch, jit_compile="auto") and torch.compile (jit_compile=True; its
+compile time is the first step; inductor's kernels are not aten operators, so only its step time and the
+aten operators left outside its graphs are shown). The ratio line says how much faster compiled steps are.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ["KERAS_BACKEND"] = "torch"
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def one_batch(batch_size, length):
+    """A training batch in the input contract, from the simulator (the ML-100K shape of issue #19)."""
+    from zoo.datasets import BehaviourSimulator
+
+    simulator = BehaviourSimulator(sequence_length=length, timeline_length=length + 30, embedding_dim=32)
+    features, labels = next(iter(simulator.dataset(batch_size, batch_size=batch_size, seed=1).as_numpy_iterator()))
+    return simulator.schema, features, labels
+
+
+def build(schema, jit_compile):
+    import keras
+
+    import zoo
+
+    keras.utils.set_random_seed(0)
+    model = zoo.get("din", schema=schema, attention_units=(32, 16), mlp_units=(64, 32))
+    model.compile(optimizer=keras.optimizers.Adam(1e-3), loss="binary_crossentropy", jit_compile=jit_compile)
+    return model
+
+
+def measure(model, features, labels, steps):
+    """(first step s, median step s, kernel s per step, aten ops per step)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    started = time.perf_counter()
+    model.train_on_batch(features, labels)
+    first = time.perf_counter() - started
+    for _ in range(3):
+        model.train_on_batch(features, labels)
+    times = []
+    for _ in range(steps):
+        started = time.perf_counter()
+        model.train_on_batch(features, labels)
+        times.append(time.perf_counter() - started)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
+            model.train_on_batch(features, labels)
+    events = [e for e in prof.key_averages() if e.key.startswith("aten::")]
+    kernel_us = sum(e.self_cpu_time_total for e in events)
+    ops = sum(e.count for e in events)
+    del torch
+    return first, statistics.median(times), kernel_us / 1e6 / steps, ops / steps
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch-size", type=int, default=1024)
+    parser.add_argument("--length", type=int, default=50)
+    parser.add_argument("--steps", type=int, default=30, help="timed steps per variant (and as many profiled)")
+    args = parser.parse_args(argv)
+    import torch
+
+    schema, features, labels = one_batch(args.batch_size, args.length)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; DIN, batch {args.batch_size}, "
+          f"L = {args.length}, embedding 32")
+    print(f"{'variant':<15}{'ms/step':>9}{'kernels ms':>12}{'outside ms':>12}{'outside %':>11}{'ops/step':>10}"
+          f"{'first step s':>14}")
+    rows = {}
+    for name, jit in (("eager", "auto"), ("torch.compile", True)):
+        first, step, kernels, ops = measure(build(schema, jit), features, labels, args.steps)
+        rows[name] = step
+        if jit is True:  # inductor's generated kernels are not aten operators: no split to show
+            print(f"{name:<15}{step * 1e3:>9.1f}{'-':>12}{'-':>12}{'-':>11}{ops:>10.0f}{first:>14.1f}", flush=True)
+            continue
+        outside = max(step - kernels, 0.0)
+        print(f"{name:<15}{step * 1e3:>9.1f}{kernels * 1e3:>12.1f}{outside * 1e3:>12.1f}{100 * outside / step:>10.0f}%"
+              f"{ops:>10.0f}{first:>14.1f}", flush=True)
+    print(f"torch.compile / eager step time: {rows['torch.compile'] / rows['eager']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
