@@ -15,7 +15,6 @@ column is the ratio to DIN's samples/s measured in the same run.
 
 import argparse
 import os
-import time
 
 os.environ.setdefault("KERAS_BACKEND", "jax")  # FLOPs come from XLA's cost analysis
 
@@ -24,6 +23,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 import zoo  # noqa: E402
+from step_timing import train_step_seconds  # noqa: E402  (benchmarks/, the script's folder)
 from zoo.datasets import BehaviourSimulator  # noqa: E402
 
 
@@ -52,15 +52,7 @@ def measure(name, simulator, batch_size, steps):
     features, labels = simulator.sample(batch_size, seed=1)
     flops = xla_flops(model, features) / batch_size
     model.compile(optimizer="adam", loss="binary_crossentropy")
-    started = time.perf_counter()
-    model.train_on_batch(features, labels)
-    compile_seconds = time.perf_counter() - started
-    model.train_on_batch(features, labels)
-    times = []
-    for _ in range(steps):
-        started = time.perf_counter()
-        model.train_on_batch(features, labels)
-        times.append(time.perf_counter() - started)
+    compile_seconds, times = train_step_seconds(model, features, labels, steps, warmup=1)
     return {"parameters": model.count_params(), "flops": flops, "samples_per_second": batch_size / np.median(times),
             "compile_seconds": compile_seconds}
 

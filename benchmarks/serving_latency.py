@@ -13,12 +13,13 @@ The SavedModel side runs in a process that imports TensorFlow only (no zoo, no K
 loader may import its own Keras module), as TF Serving would: `tf.saved_model.load(...).signatures[...]`
 called with tf.constant inputs. The Keras side runs the zoo's own serving calls under the TensorFlow
 backend (`--keras-backend` picks another): DIN's `predict_on_batch`, LightSUAN's `score_candidates`,
-ReST's `encode` + `decode` (NumPy in, NumPy out, as a Python server calls them). Each side is warmed up, then timed over `--requests` requests, issued by
-`--concurrency` threads at once (each thread waits for its answer before sending the next); the
-latency of a request is its own call's wall time. The sides alternate over `--rounds` processes
-each; the fastest round's p50 (and that round's p99) counts, so load from elsewhere on the machine hits
-both alike. The SavedModel's outputs are checked against the Keras outputs (1e-5). Goal: the
-SavedModel no slower than Keras (ratio SavedModel / Keras p50 <= 1).
+ReST's `encode` + `decode` (NumPy in, NumPy out, as a Python server calls them). Each side is warmed
+up, then timed over `--requests` requests, issued by `--concurrency` threads at once (each thread
+waits for its answer before sending the next); the latency of a request is its own call's wall time.
+The sides alternate over `--rounds` processes each; the fastest round's p50 (and that round's p99)
+counts, so load from elsewhere on the machine hits both alike. The SavedModel's outputs are checked
+against the Keras outputs (1e-5). Goal: the SavedModel no slower than Keras (ratio SavedModel / Keras
+p50 <= 1).
 """
 
 import argparse

@@ -30,15 +30,17 @@ os.environ["KERAS_BACKEND"] = "torch"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from step_timing import train_step_seconds  # noqa: E402  (benchmarks/, the script's folder)
+
 
 def one_batch(batch_size, length):
     """A training batch in the input contract, from the simulator (the ML-100K shape of issue #19)."""
     from zoo.datasets import BehaviourSimulator
 
-    simulator = BehaviourSimulator(sequence_length=length, timeline_length=length + 30, embedding_dim=32)
     import torch
 
-    features, labels = next(iter(simulator.dataset(batch_size, batch_size=batch_size, seed=1).as_numpy_iterator()))
+    simulator = BehaviourSimulator(sequence_length=length, timeline_length=length + 30, embedding_dim=32)
+    features, labels = simulator.sample(batch_size, seed=1)
     # torch tensors, as Keras' torch data loader hands fit's steps (dynamo does not trace NumPy inputs)
     return simulator.schema, {k: torch.as_tensor(v) for k, v in features.items()}, torch.as_tensor(labels)
 
@@ -55,20 +57,10 @@ def build(schema, jit_compile):
 
 
 def measure(model, features, labels, steps):
-    """(first step s, median step s, kernel s per step, aten ops per step)."""
-    import torch
+    """(first step s, median step s, share of a profiled step inside aten operators, aten ops per step)."""
     from torch.profiler import ProfilerActivity, profile
 
-    started = time.perf_counter()
-    model.train_on_batch(features, labels)
-    first = time.perf_counter() - started
-    for _ in range(3):
-        model.train_on_batch(features, labels)
-    times = []
-    for _ in range(steps):
-        started = time.perf_counter()
-        model.train_on_batch(features, labels)
-        times.append(time.perf_counter() - started)
+    first, times = train_step_seconds(model, features, labels, steps, warmup=3)
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         started = time.perf_counter()
         for _ in range(steps):
@@ -77,7 +69,6 @@ def measure(model, features, labels, steps):
     events = [e for e in prof.key_averages() if e.key.startswith("aten::")]
     kernel_share = sum(e.self_cpu_time_total for e in events) / 1e6 / steps / profiled
     ops = sum(e.count for e in events)
-    del torch
     return first, statistics.median(times), kernel_share, ops / steps
 
 

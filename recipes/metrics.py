@@ -40,6 +40,13 @@ def auc(labels, scores):
     return float(_weighted_auc(labels, scores, np.ones((1, len(labels))))[0])
 
 
+def logloss(labels, scores, epsilon=1e-7):
+    """Binary cross-entropy of the predicted CTR, the scores clipped to [epsilon, 1 - epsilon] (as
+    keras.metrics.BinaryCrossentropy clips them)."""
+    labels, scores = _as_1d("labels", labels), np.clip(_as_1d("scores", scores), epsilon, 1 - epsilon)
+    return float(-np.mean(labels * np.log(scores) + (1 - labels) * np.log(1 - scores)))
+
+
 def gauc(user_ids, labels, scores):
     """Group AUC: the AUC of each user, weighted by the user's number of rows; users whose rows are all
     of one class are left out (their AUC is undefined), as in the DIN/SUAN papers."""

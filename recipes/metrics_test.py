@@ -1,10 +1,11 @@
 import itertools
 
+import keras
 import numpy as np
 
 from tests.testing import TestCase
 from zoo.errors import ZooError
-from zoo.recipes.metrics import auc, calibration, gauc, paired_bootstrap, rela_impr
+from zoo.recipes.metrics import auc, calibration, gauc, logloss, paired_bootstrap, rela_impr
 
 
 def pairwise_auc(labels, scores):
@@ -24,6 +25,15 @@ class MetricsTest(TestCase):
 
     def test_auc_matches_the_pairwise_definition(self):
         self.assertAlmostEqual(auc(self.labels, self.scores), pairwise_auc(self.labels, self.scores), places=12)
+
+    def test_logloss_is_the_binary_cross_entropy_keras_reports(self):
+        scores = np.clip(self.scores / 1.3, 0.0, 1.0)  # 0 and 1 included: the clip keeps it finite
+        clipped = [min(max(s, 1e-7), 1 - 1e-7) for s in scores]
+        expected = -np.mean([np.log(c) if y else np.log(1 - c) for y, c in zip(self.labels, clipped)])
+        self.assertAlmostEqual(logloss(self.labels, scores), expected, places=10)
+        metric = keras.metrics.BinaryCrossentropy()
+        metric.update_state(self.labels[:, None], scores[:, None])
+        self.assertAlmostEqual(logloss(self.labels, scores), float(metric.result()), places=5)
 
     def test_gauc_is_the_row_weighted_mean_of_per_user_aucs(self):
         users = np.repeat([1, 2, 3, 4], 15)

@@ -34,7 +34,7 @@ from zoo.errors import ZooError
 from zoo.recipes import plots
 from zoo.recipes.evaluate import predict_rows
 from zoo.recipes.fit import data_options, fit, model_overrides
-from zoo.recipes.metrics import auc, gauc, paired_bootstrap, rela_impr
+from zoo.recipes.metrics import auc, gauc, logloss, paired_bootstrap, rela_impr
 from zoo.recipes.protocols import get_recipe
 from zoo.recipes.scaling import fit_scaling_law
 
@@ -295,7 +295,6 @@ class Reproduction:
         val_labels, val_scores, _ = predict_rows(model, plain_val)
         test, _ = self._load("test", recipe, row.model, training=False)
         labels, scores, users = predict_rows(model, test)
-        clipped = np.clip(scores, 1e-7, 1 - 1e-7)
         result = {
             "label": row.label, "model": row.model, "seed": seed, "recipe": recipe.name, "grid_point": grid_point,
             "hyperparameters": {k: (list(v) if isinstance(v, tuple) else v) for k, v in hp.items()},
@@ -303,7 +302,7 @@ class Reproduction:
             "train_samples": samples,
             "epochs_run": len(history.history.get("loss", [])),
             "val_auc": auc(val_labels, val_scores), "test_auc": auc(labels, scores),
-            "test_logloss": float(-np.mean(labels * np.log(clipped) + (1 - labels) * np.log(1 - clipped))),
+            "test_logloss": logloss(labels, scores),
             "test_gauc": _gauc_or_none(users, labels, scores),
             "test_rows": int(len(labels)), "wall_seconds": round(time.time() - started, 1),
             "backend": keras.backend.backend(),

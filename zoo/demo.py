@@ -34,7 +34,7 @@ import numpy as np
 import zoo
 from zoo.datasets import BehaviourSimulator
 from zoo.errors import ZooError
-from zoo.recipes.metrics import auc
+from zoo.recipes.metrics import auc, logloss
 
 # The demo's LightSUAN (the `distilsuan` preset's size) and its SUAN teacher.
 STUDENT = {"num_layers": 1, "num_heads": 2, "mlp_units": (64, 32), "window_size": 8, "dilation": 2,
@@ -85,11 +85,6 @@ def _say(step, text):
 
 def _detail(text):
     print(f"      {text}", flush=True)
-
-
-def _logloss(labels, scores):
-    p = np.clip(scores.astype("float64"), 1e-7, 1 - 1e-7)
-    return float(-np.mean(labels * np.log(p) + (1 - labels) * np.log(1 - p)))
 
 
 def _request(simulator, features, users, m1, seed):
@@ -173,7 +168,7 @@ def run(rows=20_000, epochs=5, out="demo_out", seed=0, candidates=512, requests=
                                      f"r = {STUDENT['dilation']}, {student.count_params():,} parameters",
               "SUAN (teacher)": f"{TEACHER['num_layers']} UABs, full attention, {teacher.count_params():,} parameters"}
     for name, score in scores.items():
-        results[name] = {"auc": auc(test_labels, score), "logloss": _logloss(test_labels, score)}
+        results[name] = {"auc": auc(test_labels, score), "logloss": logloss(test_labels, score)}
         _detail(f"{name:20s} test AUC {results[name]['auc']:.4f}  LogLoss {results[name]['logloss']:.4f}  "
                 f"({shapes[name]})")
 

@@ -46,6 +46,27 @@ def time_limit():
     return int(np.iinfo("int64").max), "int64"
 
 
+def check_range(name, value, time=False):
+    """Ids and times are >= 0; times also within what the backend holds (`time_limit`): one-line ZooError
+    naming `name` otherwise."""
+    if value.size and value.min() < 0:
+        raise ZooError(f"{name} has a negative value ({value.min()}); ids and times are >= 0")
+    if time and value.size and value.max() > time_limit()[0]:
+        limit, reason = time_limit()
+        raise ZooError(f"{name} has {value.max()}, beyond {limit} ({reason})")
+
+
+def first_unsorted(time, valid):
+    """The first real behaviour (valid [B, L]) older than a real one before it in its row, as (row, the
+    latest time before it, its time); None when every row is sorted oldest first (ties allowed)."""
+    latest = np.maximum.accumulate(np.where(valid, time, np.iinfo("int64").min), axis=1)
+    drops = valid[:, 1:] & (time[:, 1:] < latest[:, :-1])
+    if not drops.any():
+        return None
+    row, j = np.argwhere(drops)[0]
+    return row, latest[row, j], time[row, j + 1]
+
+
 @dataclasses.dataclass(frozen=True)
 class Schema:
     """The features of a data set and the shapes a model is built for.
@@ -253,11 +274,7 @@ class Schema:
                 if not np.issubdtype(value.dtype, np.integer):
                     kind = "times (unix seconds)" if key in TIME_KEYS else "ids"
                     raise ZooError(f"{key} must hold integer {kind}, got dtype {value.dtype}")
-                if value.size and value.min() < 0:
-                    raise ZooError(f"{key} has a negative value ({value.min()}); ids and times are >= 0")
-                if key in TIME_KEYS and value.size and value.max() > time_limit()[0]:
-                    limit, reason = time_limit()
-                    raise ZooError(f"{key} has {value.max()}, beyond {limit} ({reason})")
+                check_range(key, value, time=key in TIME_KEYS)
                 if key not in TIME_KEYS:
                     vocab = self.feature(key).vocabulary_size
                     if value.size and value.max() >= vocab:
@@ -285,14 +302,12 @@ class Schema:
         ids = [arrays[f.key] for f in self.group("hist") if f.key in arrays]
         time = arrays["hist_time"]
         valid = np.any(np.stack([i != 0 for i in ids], axis=-1), axis=-1) if ids else time != 0
-        # Compare each real behaviour with the latest real time before it.
-        latest = np.maximum.accumulate(np.where(valid, time, np.iinfo("int64").min), axis=1)
-        drops = valid[:, 1:] & (time[:, 1:] < latest[:, :-1])
-        if drops.any():
-            row, j = np.argwhere(drops)[0]
+        drop = first_unsorted(time, valid)
+        if drop is not None:
+            row, before, after = drop
             raise ZooError(
-                f"hist_time of row {row} is not sorted oldest first ({latest[row, j]} is followed by "
-                f"{time[row, j + 1]}); every history must be chronological, newest last"
+                f"hist_time of row {row} is not sorted oldest first ({before} is followed by "
+                f"{after}); every history must be chronological, newest last"
             )
 
     # ------------------------------------------------------------------ JSON

@@ -11,7 +11,7 @@ from zoo.layers.rest_decoder import ReSTDecoder
 from zoo.layers.rest_encoder import ReSTEncoder
 from zoo.models.zoo_model import ZooModel
 from zoo.registry import register
-from zoo.schema import Schema, time_limit
+from zoo.schema import Schema, check_range, first_unsorted
 
 
 class _SubModels:
@@ -215,14 +215,8 @@ class ReST(ZooModel):
             dtype = arrays["hist_time"].dtype
             raise ZooError(f"rest.decode: state['hist_time'] must hold integer times, got dtype {dtype}")
         arrays = {key: arrays[key].astype(dtype, copy=False) for key, (_, dtype) in expected.items()}
-        time = arrays["hist_time"]
-        if time.size and time.min() < 0:
-            raise ZooError(f"rest.decode: state['hist_time'] has a negative value ({time.min()}); times are >= 0")
-        if time.size and time.max() > time_limit()[0]:
-            limit, reason = time_limit()
-            raise ZooError(f"rest.decode: state['hist_time'] has {time.max()}, beyond {limit} ({reason})")
-        latest = np.maximum.accumulate(np.where(arrays["memory_valid"], time, np.iinfo("int64").min), axis=1)
-        if (arrays["memory_valid"][:, 1:] & (time[:, 1:] < latest[:, :-1])).any():
+        check_range("rest.decode: state['hist_time']", arrays["hist_time"], time=True)
+        if first_unsorted(arrays["hist_time"], arrays["memory_valid"]) is not None:
             raise ZooError("rest.decode: state['hist_time'] is not sorted oldest first; pass encode's output unchanged")
         return arrays
 
