@@ -206,6 +206,10 @@ class Reproduction:
         self.grid = grid and not smoke
         self.epochs = 1 if smoke else epochs
         self.seeds = seeds
+        unknown = [name for name in rows or () if not any(name in (r.label, r.model) for r in self.table.rows)]
+        if unknown:
+            raise ZooError(f"{self.table.name} has no row {', '.join(repr(n) for n in unknown)} (rows: "
+                           f"{', '.join(repr(r.label) for r in self.table.rows)}; a model name selects its rows too)")
         self.selected = [r for r in self.table.rows if rows is None or r.label in rows or r.model in rows]
         self.log = log
         self.data_options = {**self.table.data_options, **(data_options or {})}
@@ -370,12 +374,13 @@ class Reproduction:
         return [json.loads(p.read_text()) for p in found], [np.load(p.with_name(p.stem + "_scores.npy")) for p in found]
 
     def summarise(self):
-        """table.json, table.md and auc.png from the finished cells."""
+        """table.json, table.md and auc.png from every row's finished cells (a run limited to some rows
+        still writes the whole table)."""
         labels_path = self.out / "test_labels.npy"
         labels = np.load(labels_path) if labels_path.exists() else None
         rows = []
         scores_by_label = {}
-        for row in self.selected:
+        for row in self.table.rows:  # every finished row, not only this run's --row selection
             results, scores = self._results(row)
             if not results:
                 continue

@@ -48,6 +48,10 @@ class ReproduceSmokeTest(TestCase):
         again = run.run()
         self.assertTrue(all(line.endswith("kept") for line in lines if line.startswith("[")), lines)
         self.assertEqual(json.dumps(again["rows"]), json.dumps(summary["rows"]))  # NaN s.d. of one seed
+        # A run limited to one row still summarises every finished row.
+        only_fm = Reproduction("rest-table2", str(MOVIELENS), run.out.parents[1], smoke=True, max_rows=200, rows=["FM"],
+                               data_options={"sequence_length": 20}, log=lines.append).run()
+        self.assertEqual(sorted(r["label"] for r in only_fm["rows"]), ["FM", "ReST"])
 
     @unittest.skipUnless(TAOBAO.exists(), "shared Taobao UserBehavior sample not available")
     def test_suan_table2_and_scaling(self):
@@ -79,6 +83,12 @@ class TablesTest(TestCase):
     def test_unknown_table(self):
         with self.assertRaisesRegex(ZooError, "unknown table 'rest-table9'"):
             Reproduction("rest-table9", "x")
+
+    def test_an_unknown_row_is_refused_by_name(self):
+        with self.assertRaisesRegex(ZooError, r"^rest-table2 has no row 'trans' \(rows: 'ReST', 'Trans\.'"):
+            Reproduction("rest-table2", "x", rows=["trans"])
+        chosen = Reproduction("rest-table2", "x", rows=["Trans.", "din"]).selected  # a label or a model name
+        self.assertEqual([r.label for r in chosen], ["Trans.", "DIN"])
 
     def test_markdown_orders_rows_by_auc(self):
         row = dict(label="A", parameters=10, seeds=3, auc_mean=0.7, auc_sd=0.01, auc_ci95=[0.68, 0.72],
