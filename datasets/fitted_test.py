@@ -40,6 +40,40 @@ class MovieLensScoringTest(TestCase):
         self.folder = write(self.get_temp_dir(), "u.data", self.RATINGS)
         return prepare("movielens", self.folder, cache_dir=self.get_temp_dir(), sequence_length=4, verbose=False)
 
+    def test_a_presets_preprocessing_is_checked_against_its_metadata(self):
+        import zoo
+        from tests.model_configs import SMALL
+        from tests.testing import small_simulator
+
+        state = self.fit().preprocessing()
+        folder = os.path.join(self.get_temp_dir(), "preset")
+        model = zoo.get("din", schema=small_simulator().schema, **SMALL["din"])
+        zoo.save(model, folder, preprocessing=state)
+        with open(os.path.join(folder, "metadata.json")) as f:
+            recorded = json.load(f)["preprocessing_sha256"]
+        self.assertEqual(len(recorded), 64)
+        self.assertEqual(read_preprocessing(folder), state)
+        self.assertEqual(zoo.load(folder).count_params(), model.count_params())
+        # One id renamed in the vocabulary: the file still parses, but no longer matches its checksum.
+        path = os.path.join(folder, "preprocessing.json")
+        with open(path) as f:
+            text = f.read()
+        with open(path, "w") as f:
+            f.write(text.replace('"m1"', '"m9"', 1))
+        self.assertNotEqual(text, open(path).read())
+        for read in (lambda: read_preprocessing(folder), lambda: read_preprocessing(path), lambda: zoo.load(folder)):
+            with self.assertRaisesRegex(ZooError, r"^\S*preprocessing.json: sha256 does not match \S*metadata.json "
+                                                  r"\(edited after saving\)$"):
+                read()
+        os.remove(path)
+        with self.assertRaisesRegex(ZooError, r"preprocessing.json: missing \(\S*metadata.json records a preprocessing\)"):
+            zoo.load(folder)
+        # Saving again without a preprocessing removes the file and its checksum.
+        zoo.save(model, folder)
+        with open(os.path.join(folder, "metadata.json")) as f:
+            self.assertNotIn("preprocessing_sha256", json.load(f))
+        self.assertEqual(zoo.load(folder).count_params(), model.count_params())
+
     def test_the_fitted_vocabularies_are_applied_to_new_rows(self):
         fit = self.fit()
         state = fit.preprocessing()

@@ -24,7 +24,6 @@ import keras
 
 import zoo
 from zoo import datasets
-from zoo.datasets.fitted import save_preprocessing
 from zoo.recipes.raw_rows import score_raw_rows
 from zoo.recipes.reproduce import Reproduction, get_table
 
@@ -69,8 +68,8 @@ def build(name, path, seed=0):
             "recipe": result["recipe"], "seed": seed, "table_row": f"{table.name}: {row.label}",
             "built_by": f"python scripts/build_real_presets.py {name} --path <{table.data} raw data>",
         },
+        preprocessing=state,
     )
-    save_preprocessing(state, folder)
     add_reference(folder, table.data, path)
     print(f"{name}: test AUC {result['test_auc']:.4f}, LogLoss {result['test_logloss']:.4f} -> {folder}")
     shutil.rmtree(f"/tmp/zoo_real_presets/{name}", ignore_errors=True)

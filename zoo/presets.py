@@ -5,11 +5,13 @@ resolver from a name to a model (`get`, `load`, `resolve`, `list_presets`, `list
     <dir>/metadata.json      zoo, keras and backend versions, date, parameter count, the sha256 of
                              config.json and of the weights, training data and metrics when known
     <dir>/model.weights.h5   the weights (absent in a config-only preset)
+    <dir>/preprocessing.json the fitted vocabularies and buckets of a real-data preset's reader
+                             (zoo.datasets.fitted; absent for simulator presets)
 
 Loading never deserializes code: config.json is plain JSON that goes through the registry to the
 model's own constructor (nothing but registered zoo classes can be named), and the weights are read
-by `Model.load_weights`. Both files are checked against metadata.json (sha256; a preset written before
-the config was checksummed has no config_sha256 and skips that check), the model built from the
+by `Model.load_weights`. Every file is checked against metadata.json (sha256; a preset written before
+the config or the preprocessing was checksummed records no sha256 for it and skips that check), the model built from the
 config must have the recorded parameter count, and the weights file must hold exactly the model's
 weights, by name and shape (Keras alone would ignore extra entries). Every problem is one ZooError
 line naming the file.
@@ -49,9 +51,11 @@ def _sha256(path):
     return digest.hexdigest()
 
 
-def save(model, directory, *, metadata=None, weights=True):
-    """Writes `model` as a preset. `metadata` adds entries (e.g. training_data, metrics)."""
+def save(model, directory, *, metadata=None, weights=True, preprocessing=None):
+    """Writes `model` as a preset. `metadata` adds entries (e.g. training_data, metrics); `preprocessing`
+    (a fitted state, see zoo.datasets.fitted) is written as preprocessing.json, checksummed like the rest."""
     from zoo import __version__
+    from zoo.datasets.fitted import FILE_NAME, save_preprocessing
 
     if not getattr(model, "registered_name", None):
         raise ZooError(f"{type(model).__name__} is not a registered zoo model; only those save as presets")
@@ -75,6 +79,10 @@ def save(model, directory, *, metadata=None, weights=True):
         info["weights_sha256"] = _sha256(directory / WEIGHTS)
     elif (directory / WEIGHTS).exists():
         (directory / WEIGHTS).unlink()
+    if preprocessing is not None:
+        info["preprocessing_sha256"] = _sha256(save_preprocessing(preprocessing, directory / FILE_NAME))
+    elif (directory / FILE_NAME).exists():
+        (directory / FILE_NAME).unlink()
     info.update(metadata or {})
     (directory / METADATA).write_text(json.dumps(info, indent=2))
 
@@ -224,13 +232,31 @@ def load(name_or_directory):
     return model
 
 
+def check_preprocessing(directory):
+    """Refuses a preset folder's preprocessing.json that differs from the sha256 its metadata.json records
+    (a folder without metadata.json, or whose metadata records none, is not checked)."""
+    from zoo.datasets.fitted import FILE_NAME
+
+    directory = Path(directory)
+    if not (directory / METADATA).is_file():
+        return
+    recorded = read_metadata(directory).get("preprocessing_sha256")
+    if recorded is None:
+        return
+    if not (directory / FILE_NAME).is_file():
+        raise ZooError(f"{directory / FILE_NAME}: missing ({directory / METADATA} records a preprocessing)")
+    if _sha256(directory / FILE_NAME) != recorded:
+        raise ZooError(f"{directory / FILE_NAME}: sha256 does not match {directory / METADATA} (edited after saving)")
+
+
 def _build_from_folder(directory):
     """The model a preset folder's config.json describes (no weights) and its metadata; config.json
-    must match the sha256 metadata.json records for it (when it records one)."""
+    (and preprocessing.json) must match the sha256 metadata.json records for it (when it records one)."""
     metadata = read_metadata(directory)
     recorded = metadata.get("config_sha256")
     if recorded is not None and (directory / CONFIG).is_file() and _sha256(directory / CONFIG) != recorded:
         raise ZooError(f"{directory / CONFIG}: sha256 does not match {directory / METADATA} (edited after saving)")
+    check_preprocessing(directory)
     config = read_config(directory)
     try:
         item = registry.entry(config["model"])

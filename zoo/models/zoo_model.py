@@ -70,8 +70,9 @@ class ZooModel(keras.Model):
             model.predict_function = None
             raise
 
-    def save_to_preset(self, directory, metadata=None):
-        """Writes config.json, metadata.json and model.weights.h5 to `directory` (see zoo.presets)."""
+    def save_to_preset(self, directory, metadata=None, preprocessing=None):
+        """Writes config.json, metadata.json, model.weights.h5 (and preprocessing.json when a fitted
+        `preprocessing` is given) to `directory` (see zoo.presets)."""
         from zoo import presets
 
-        presets.save(self, directory, metadata=metadata)
+        presets.save(self, directory, metadata=metadata, preprocessing=preprocessing)
