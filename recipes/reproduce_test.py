@@ -69,6 +69,27 @@ class ReproduceSmokeTest(TestCase):
         _, summary, _ = self.smoke("deres-table2", CRITEO, ["DeRes-P"])
         self.assertEqual([r["label"] for r in summary["rows"]], ["DeRes-P"])
 
+    @unittest.skipUnless(CRITEO.exists(), "shared Criteo sample not available")
+    def test_deres_scaling_fits_its_own_law(self):
+        _, summary, _ = self.smoke("deres-scaling", CRITEO, ["DeRes-P L=2"])
+        self.assertEqual([r["label"] for r in summary["rows"]], ["DeRes-P L=2"])
+        self.assertGreater(summary["rows"][0]["train_samples"], 0)
+        # one point cannot fit three coefficients: the fit says so, naming DeRes' law
+        self.assertRegex(summary["fits"]["deres_p"]["error"], "the deres law has 3 coefficients")
+
+
+class ScalingTablesTest(TestCase):
+    def test_deres_scaling_rows_are_five_depths_per_model_with_valid_blocks(self):
+        table = TABLES["deres-scaling"]
+        self.assertEqual(table.scaling_law, "deres")
+        self.assertEqual(TABLES["scaling"].scaling_law, "suan")
+        for model in ("deres_p", "ctr_transformer", "denseformer"):
+            depths = [r.hyperparameters["num_layers"] for r in table.rows if r.model == model]
+            self.assertEqual(depths, [2, 4, 8, 12, 16])
+        for row in table.rows:
+            if row.model == "deres_p":
+                self.assertEqual(row.hyperparameters["num_layers"] % row.hyperparameters["num_blocks"], 0, row.label)
+
 
 class TablesTest(TestCase):
     def test_every_table_names_registered_models_or_says_which_are_missing(self):

@@ -371,7 +371,7 @@ def _parser():
     fit.set_defaults(run=_fit)
 
     reproduce = commands.add_parser("reproduce", help=_reproduce.__doc__)
-    reproduce.add_argument("table", help="rest-table2, suan-table2, deres-table2 or scaling")
+    reproduce.add_argument("table", help="rest-table2, suan-table2, deres-table2, scaling or deres-scaling")
     reproduce.add_argument("--path", required=True, help="the data set's raw file or folder")
     reproduce.add_argument("--data", help="another data set for the table (e.g. avazu for deres-table2)")
     reproduce.add_argument("--out", default="runs/reproduce", help="results folder (default runs/reproduce)")
