@@ -277,6 +277,8 @@ class Reproduction:
                     hp[key] = 1
                 elif key == "num_blocks":
                     hp[key] = 1
+                elif key == "k":  # the long-sequence rows' top-k: within a smoke run's short histories
+                    hp[key] = 4
                 elif key == "num_heads":
                     hp[key] = 2
         return hp

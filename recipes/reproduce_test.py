@@ -55,8 +55,8 @@ class ReproduceSmokeTest(TestCase):
 
     @unittest.skipUnless(TAOBAO.exists(), "shared Taobao UserBehavior sample not available")
     def test_suan_table2_and_scaling(self):
-        _, summary, _ = self.smoke("suan-table2", TAOBAO, ["SUAN"], data_options={"sequence_length": 10})
-        self.assertEqual([r["label"] for r in summary["rows"]], ["SUAN"])
+        _, summary, _ = self.smoke("suan-table2", TAOBAO, ["SUAN", "TWIN"], data_options={"sequence_length": 10})
+        self.assertEqual(sorted(r["label"] for r in summary["rows"]), ["SUAN", "TWIN"])
         _, summary, _ = self.smoke("scaling", TAOBAO, ["DIN 25%", "DIN 50%", "DIN 100%"],
                                    data_options={"sequence_length": 10})
         samples = [r["train_samples"] for r in sorted(summary["rows"], key=lambda r: r["fraction"])]
