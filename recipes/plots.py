@@ -294,7 +294,9 @@ def scaling_law(fit, path):
     grid = np.geomspace(c.min(), c.max() * 4, 100)
     figure, axis = plt.subplots(figsize=(5, 3))
     axis.scatter(c, fit["points"]["auc"], label="measured")
-    axis.plot(grid, predict(fit, grid), label=f"{fit['law']} law, R² = {fit['r2']:.3f}")
+    bounds = fit.get("at_bounds")
+    caveat = f" ({', '.join(bounds)} at bound: not determined)" if bounds else ""
+    axis.plot(grid, predict(fit, grid), label=f"{fit['law']} law, R² = {fit['r2']:.3f}{caveat}")
     axis.set_xscale("log")
     axis.set_xlabel("compute")
     axis.set_ylabel("AUC")

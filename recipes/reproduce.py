@@ -39,7 +39,7 @@ from zoo.recipes.evaluate import predict_rows
 from zoo.recipes.fit import data_options, fit, model_overrides
 from zoo.recipes.metrics import auc, gauc, logloss, paired_bootstrap, rela_impr
 from zoo.recipes.protocols import get_recipe
-from zoo.recipes.scaling import fit_scaling_law
+from zoo.recipes.scaling import FORMULAS, fit_scaling_law
 
 
 @dataclasses.dataclass(frozen=True)
@@ -508,7 +508,11 @@ def markdown(summary):
             lines.append(f"\n{model}: no fit ({fit_['error']})")
         else:
             coefficients = ", ".join(f"{k} = {v:.4g}" for k, v in fit_["coefficients"].items())
-            lines.append(f"\n{model}: AUC(C) = E - A / (C - B)^alpha with {coefficients}; R² = {fit_['r2']:.3f}")
+            bounds = fit_.get("at_bounds")
+            caveat = (f"; {', '.join(bounds)} at the bound of {'its' if len(bounds) == 1 else 'their'} range: the "
+                      "points do not determine this law" if bounds else "")
+            lines.append(f"\n{model} ({len(fit_['points']['auc'])} points): AUC(C) = {FORMULAS[fit_['law']]} with "
+                         f"{coefficients}; R² = {fit_['r2']:.3f}{caveat}")
     return "\n".join(lines) + "\n"
 
 
