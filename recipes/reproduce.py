@@ -361,7 +361,8 @@ class Reproduction:
 
     # -- the table ----------------------------------------------------------------------------------
     def run(self):
-        """Runs every missing cell (a progress line each), then writes the summary; returns it."""
+        """Runs every missing cell (a progress line each; seed-major: each seed over every row, then the
+        next seed), then writes the summary; returns it."""
         from zoo import registry
 
         self.out.mkdir(parents=True, exist_ok=True)
@@ -379,6 +380,10 @@ class Reproduction:
                 continue
             for seed in seeds:
                 cells.append((row, seed, best))
+        # seed-major: every row's first seed before any row's second, so an interrupted run leaves a whole
+        # table at fewer seeds rather than some rows finished and others missing
+        order = {seed: i for i, seed in enumerate(dict.fromkeys(seed for _, seed, _ in cells))}
+        cells.sort(key=lambda cell: order[cell[1]])  # stable: the table's row order within a seed
         for i, (row, seed, best) in enumerate(cells):
             tag = f"seed{seed}"
             done = (self.out / "cells" / _slug(row.label) / f"{tag}.json").exists()

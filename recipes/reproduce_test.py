@@ -111,6 +111,21 @@ class TablesTest(TestCase):
         chosen = Reproduction("rest-table2", "x", rows=["Trans.", "din"]).selected  # a label or a model name
         self.assertEqual([r.label for r in chosen], ["Trans.", "DIN"])
 
+    def test_cells_run_seed_major(self):
+        ran = []
+
+        class Recording(Reproduction):
+            def run_cell(self, row, seed, grid_point=None, tag=None):
+                ran.append((row.label, seed))
+                return {"test_auc": 0.5, "val_auc": 0.5, "epochs_run": 1, "wall_seconds": 0.0}
+
+            def summarise(self):
+                return None
+
+        Recording("rest-table2", "x", self.get_temp_dir(), rows=["ReST", "FM"], seeds=(0, 1, 2), grid=False,
+                  log=lambda line: None).run()
+        self.assertEqual(ran, [("ReST", 0), ("FM", 0), ("ReST", 1), ("FM", 1), ("ReST", 2), ("FM", 2)])
+
     def test_markdown_orders_rows_by_auc(self):
         row = dict(label="A", parameters=10, seeds=3, auc_mean=0.7, auc_sd=0.01, auc_ci95=[0.68, 0.72],
                    logloss_mean=0.6, gauc_mean=None, wall_seconds=5.0, vs={})
