@@ -27,8 +27,8 @@ FORMULAS = {"suan": "E - A / (C - B)^alpha", "deres": "alpha - beta * C^(-gamma)
 
 def fit_scaling_law(compute, auc, law="suan"):
     """Least-squares fit of a law to (compute, AUC) points; returns {"law", "coefficients", "r2", "points",
-    "at_bounds"}. `at_bounds` names the coefficients the fit pushed onto a bound of their range (alpha or
-    gamma at 10, A or beta at 0, B at the smallest compute): the points do not determine those, so the
+    "at_bounds"}. `at_bounds` names the coefficients the fit pushed onto (within 1 % of) a bound of their
+    range (alpha or gamma at 10, A or beta at 0, B at the smallest compute): the points do not determine those, so the
     fitted curve is not a law the data support, whatever its R²."""
     if law not in LAWS:
         raise ZooError(f"unknown scaling law '{law}' (laws: {', '.join(LAWS)})")
@@ -53,7 +53,7 @@ def fit_scaling_law(compute, auc, law="suan"):
         raise ZooError(f"the {law} law did not converge on these points ({error})") from None
     lower, upper = bounds
     at_bounds = [name for name, value, low, high in zip(names, params, lower, upper)
-                 if any(np.isfinite(b) and np.isclose(value, b, rtol=1e-3, atol=1e-9) for b in (low, high))]
+                 if any(np.isfinite(b) and np.isclose(value, b, rtol=1e-2, atol=1e-9) for b in (low, high))]
     residual = y - function(x, *params)
     r2 = 1.0 - (residual**2).sum() / ((y - y.mean()) ** 2).sum()
     coefficients = dict(zip(names, map(float, params)))
