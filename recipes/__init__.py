@@ -5,7 +5,8 @@ from zoo.recipes.distributed import make_distribution
 from zoo.recipes.data_check import check_dataset, check_schema
 from zoo.recipes.evaluate import StepLog, evaluate
 from zoo.recipes.fit import compile_for, data_options, fit, model_overrides
-from zoo.recipes.metrics import auc, calibration, default_metrics, gauc, logloss, paired_bootstrap, rela_impr
+from zoo.recipes.metrics import (auc, bootstrap_aucs, calibration, default_metrics, gauc, logloss, paired_bootstrap,
+                                 rela_impr)
 from zoo.recipes.protocols import RECIPES, get_recipe
 from zoo.recipes.raw_rows import score_raw_rows
 from zoo.recipes.recipe import Recipe

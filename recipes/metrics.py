@@ -117,12 +117,37 @@ def rela_impr(auc_model, auc_base):
     return ((auc_model - 0.5) / (auc_base - 0.5) - 1.0) * 100.0
 
 
-def paired_bootstrap(labels, scores_a, scores_b, resamples=10_000, seed=0, chunk=500):
+def bootstrap_aucs(labels, scores, resamples=10_000, seed=0, chunk=500):
+    """The AUC of every score vector on the same bootstrap resamples of the rows: [M, resamples] for
+    `scores` [M, N] (NaN where a resample holds one class only).
+
+    Each resample draws the N rows with replacement (multinomial counts, seeded); every vector is scored
+    on each resample, which is what pairs them. The resamples are drawn once for all M vectors, so a
+    table's summary scores each (row, seed) once instead of once per comparison."""
+    labels = _as_1d("labels", labels)
+    scores = np.asarray(scores, "float64")
+    if scores.ndim != 2 or scores.shape[1] != len(labels):
+        raise ZooError(f"bootstrap_aucs needs scores [M, {len(labels)}] on the labels' rows, got {list(scores.shape)}")
+    if not np.all(np.isfinite(scores)):
+        raise ZooError("paired_bootstrap: the scores contain NaN or infinite values")
+    rng = np.random.default_rng(seed)
+    n = len(labels)
+    aucs = np.empty((len(scores), resamples))
+    for start in range(0, resamples, chunk):
+        count = min(chunk, resamples - start)
+        weights = rng.multinomial(n, np.full(n, 1.0 / n), size=count).astype("float64")
+        for i, vector in enumerate(scores):
+            aucs[i, start:start + count] = _weighted_auc(labels, vector, weights)
+    return aucs
+
+
+def paired_bootstrap(labels, scores_a, scores_b, resamples=10_000, seed=0, chunk=500, aucs=None):
     """Paired bootstrap of AUC(a) - AUC(b) on the same rows.
 
     Each resample draws the rows with replacement (multinomial counts, seeded) and computes both AUCs
     on it. `scores_a` and `scores_b` are [N], or [S, N] for S seeds of each model (paired by seed): the
     statistic is then the mean over seeds of AUC(a_s) - AUC(b_s), every seed on the same resample.
+    `aucs` = (a's, b's) `bootstrap_aucs` [S, R] reuses resamples already scored (same seed and count).
     Returns {"difference": the statistic on all rows, "mean", "ci95": [lo, hi], "p_value": share of
     resamples with a difference <= 0 (one-sided, a better than b), "resamples"}.
     """
@@ -134,16 +159,13 @@ def paired_bootstrap(labels, scores_a, scores_b, resamples=10_000, seed=0, chunk
         scores_a, scores_b = scores_a[None], scores_b[None]
     if scores_a.ndim != 2 or scores_a.shape != scores_b.shape or scores_a.shape[1] != len(labels):
         raise ZooError("paired_bootstrap needs the two models' scores on the same rows (and the same seeds)")
-    rng = np.random.default_rng(seed)
-    n = len(labels)
-    differences = []
-    for start in range(0, resamples, chunk):
-        count = min(chunk, resamples - start)
-        weights = rng.multinomial(n, np.full(n, 1.0 / n), size=count).astype("float64")
-        per_seed = [_weighted_auc(labels, a, weights) - _weighted_auc(labels, b, weights)
-                    for a, b in zip(scores_a, scores_b)]
-        differences.append(np.mean(per_seed, axis=0))
-    differences = np.concatenate(differences)
+    if aucs is None:
+        both = bootstrap_aucs(labels, np.concatenate([scores_a, scores_b]), resamples, seed, chunk)
+        aucs = both[: len(scores_a)], both[len(scores_a):]
+    aucs_a, aucs_b = (np.asarray(x, "float64") for x in aucs)
+    if aucs_a.shape != aucs_b.shape or aucs_a.shape[0] != len(scores_a):
+        raise ZooError("paired_bootstrap: the resampled AUCs do not match the scores (one row per seed of each)")
+    differences = (aucs_a - aucs_b).mean(axis=0)
     differences = differences[np.isfinite(differences)]
     return {
         "difference": float(np.mean([auc(labels, a) - auc(labels, b) for a, b in zip(scores_a, scores_b)])),

@@ -5,7 +5,7 @@ import numpy as np
 
 from tests.testing import TestCase
 from zoo.errors import ZooError
-from zoo.recipes.metrics import auc, calibration, gauc, logloss, paired_bootstrap, rela_impr
+from zoo.recipes.metrics import auc, bootstrap_aucs, calibration, gauc, logloss, paired_bootstrap, rela_impr
 
 
 def pairwise_auc(labels, scores):
@@ -75,6 +75,19 @@ class MetricsTest(TestCase):
         self.assertAlmostEqual(result["p_value"], np.mean(differences <= 0), places=10)
         self.assertAlmostEqual(result["ci95"][0], np.percentile(differences, 2.5), places=10)
         self.assertAlmostEqual(result["difference"], pairwise_auc(labels, a) - pairwise_auc(labels, b), places=12)
+
+    def test_resamples_scored_once_serve_every_comparison(self):
+        rng = np.random.default_rng(4)
+        labels = rng.integers(0, 2, 60).astype(float)
+        models = np.stack([rng.random(60) + w * labels for w in (0.1, 0.3, 0.5, 0.2)])  # 2 models x 2 seeds
+        shared = bootstrap_aucs(labels, models, resamples=300, seed=7, chunk=128)
+        self.assertEqual(shared.shape, (4, 300))
+        a, b = models[[0, 1]], models[[2, 3]]
+        direct = paired_bootstrap(labels, a, b, resamples=300, seed=7, chunk=128)
+        reused = paired_bootstrap(labels, a, b, resamples=300, seed=7, chunk=128, aucs=(shared[[0, 1]], shared[[2, 3]]))
+        self.assertEqual(direct, reused)
+        with self.assertRaisesRegex(ZooError, "resampled AUCs do not match the scores"):
+            paired_bootstrap(labels, a, b, aucs=(shared[[0]], shared[[2]]))
 
     def test_bootstrap_is_seeded_and_uses_ten_thousand_resamples_by_default(self):
         first = paired_bootstrap(self.labels, self.scores, self.scores[::-1])

@@ -37,7 +37,7 @@ from zoo.errors import ZooError
 from zoo.recipes import plots
 from zoo.recipes.evaluate import predict_rows
 from zoo.recipes.fit import data_options, fit, model_overrides
-from zoo.recipes.metrics import auc, gauc, logloss, paired_bootstrap, rela_impr
+from zoo.recipes.metrics import auc, bootstrap_aucs, gauc, logloss, paired_bootstrap, rela_impr
 from zoo.recipes.protocols import get_recipe
 from zoo.recipes.scaling import FORMULAS, fit_scaling_law
 
@@ -70,6 +70,8 @@ class Table:
     claims: str = ""
     scaling_law: str | None = None  # a scaling table: the law (zoo.recipes.scaling.LAWS) fitted per model
 
+
+BOOTSTRAP = 10_000  # resamples of the test rows for every paired comparison
 
 # Fairness sizes. SUAN §4.1.4: embedding 8 (the reader's), 2 layers, 2 heads, MLP [1024, 512, 256, 1]
 # with Dice for every attention model. ReST public: item embedding 32 (the reader's), 2 encoder + 2
@@ -418,7 +420,7 @@ class Reproduction:
             n = len(aucs)
             half = _t95(n) * aucs.std(ddof=1) / np.sqrt(n) if n > 1 else float("nan")
             gaucs = [r["test_gauc"] for r in results if r["test_gauc"] is not None]
-            scores_by_label[row.label] = (sorted(r["seed"] for r in results), scores)
+            scores_by_label[row.label] = ([r["seed"] for r in results], scores)  # in the order of `scores`
             rows.append({
                 "label": row.label, "model": row.model, "seeds": n, "parameters": results[0]["parameters"],
                 "fraction": row.fraction, "train_samples": results[0]["train_samples"],
@@ -431,6 +433,7 @@ class Reproduction:
                 "grid_point": results[0]["grid_point"],
             })
         by_label = {r["label"]: r for r in rows}
+        resampled = self._resampled_aucs(labels, scores_by_label, by_label)
         for entry in rows:
             entry["vs"] = {}
             for reference in self.table.references:
@@ -440,7 +443,9 @@ class Reproduction:
                 seeds_b, b = scores_by_label[reference]
                 common = sorted(set(seeds_a) & set(seeds_b))
                 pick = lambda seeds, s: np.stack([s[seeds.index(k)] for k in common])  # noqa: E731
-                test = paired_bootstrap(labels, pick(seeds_a, a), pick(seeds_b, b), resamples=10_000)
+                aucs = (np.stack([resampled[entry["label"], k] for k in common]),
+                        np.stack([resampled[reference, k] for k in common]))
+                test = paired_bootstrap(labels, pick(seeds_a, a), pick(seeds_b, b), resamples=BOOTSTRAP, aucs=aucs)
                 entry["vs"][reference] = {
                     "rela_impr": rela_impr(entry["auc_mean"], by_label[reference]["auc_mean"])
                     if by_label[reference]["auc_mean"] > 0.5 else None,
@@ -455,6 +460,18 @@ class Reproduction:
         if rows:
             plots.table_auc(rows, self.out / "auc.png")
         return summary
+
+    def _resampled_aucs(self, labels, scores_by_label, by_label):
+        """{(label, seed): AUC on each of the BOOTSTRAP resamples} for every cell a reference comparison
+        needs, all on the same resamples (one pass over each cell's scores, however many comparisons)."""
+        if labels is None or not any(reference in by_label for reference in self.table.references):
+            return {}
+        keys, vectors = [], []
+        for label, (seeds, scores) in scores_by_label.items():
+            for seed, vector in zip(seeds, scores):
+                keys.append((label, seed))
+                vectors.append(vector)
+        return dict(zip(keys, bootstrap_aucs(labels, np.stack(vectors), resamples=BOOTSTRAP)))
 
     def _scaling_fits(self, rows):
         fits = {}
