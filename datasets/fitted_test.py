@@ -66,7 +66,8 @@ class MovieLensScoringTest(TestCase):
                                                   r"\(edited after saving\)$"):
                 read()
         os.remove(path)
-        with self.assertRaisesRegex(ZooError, r"preprocessing.json: missing \(\S*metadata.json records a preprocessing\)"):
+        missing = r"preprocessing.json: missing \(\S*metadata.json records a preprocessing\)"
+        with self.assertRaisesRegex(ZooError, missing):
             zoo.load(folder)
         # Saving again without a preprocessing removes the file and its checksum.
         zoo.save(model, folder)

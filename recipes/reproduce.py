@@ -174,7 +174,8 @@ TABLES = {
         recipe="deres",
         rows=tuple(
             Row(f"{label} L={layers}", model, {"num_layers": layers, "width": 64, "num_heads": 4, **blocks})
-            for label, model in (("DeRes-P", "deres_p"), ("Residual", "ctr_transformer"), ("DenseFormer", "denseformer"))
+            for label, model in (("DeRes-P", "deres_p"), ("Residual", "ctr_transformer"),
+                                 ("DenseFormer", "denseformer"))
             for layers in (2, 4, 8, 12, 16)
             for blocks in ([{"num_blocks": min(layers, 4)}] if model == "deres_p" else [{}])  # B divides L
         ),
