@@ -55,8 +55,6 @@ def save_preprocessing(state, path):
 def read_preprocessing(source):
     """A checked state from a dict, a preprocessing.json file or a folder holding one. A preset folder's
     file must match the sha256 its metadata.json records (zoo.presets.check_preprocessing)."""
-    from zoo import presets
-
     where = "preprocessing"
     if not isinstance(source, dict):
         path = os.fspath(source)
@@ -65,7 +63,9 @@ def read_preprocessing(source):
         where = path
         if not os.path.isfile(path):
             raise ZooError(f"{path}: no such preprocessing file")
-        if os.path.basename(path) == FILE_NAME:
+        if os.path.basename(path) == FILE_NAME:  # perhaps a preset's: its checksum first
+            from zoo import presets
+
             presets.check_preprocessing(os.path.dirname(path) or ".")
         try:
             with open(path) as f:

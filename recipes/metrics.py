@@ -129,7 +129,7 @@ def bootstrap_aucs(labels, scores, resamples=10_000, seed=0, chunk=500):
     if scores.ndim != 2 or scores.shape[1] != len(labels):
         raise ZooError(f"bootstrap_aucs needs scores [M, {len(labels)}] on the labels' rows, got {list(scores.shape)}")
     if not np.all(np.isfinite(scores)):
-        raise ZooError("paired_bootstrap: the scores contain NaN or infinite values")
+        raise ZooError("bootstrap_aucs: the scores contain NaN or infinite values")
     rng = np.random.default_rng(seed)
     n = len(labels)
     aucs = np.empty((len(scores), resamples))

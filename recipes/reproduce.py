@@ -440,13 +440,15 @@ class Reproduction:
             for reference in self.table.references:
                 if reference not in by_label or reference == entry["label"] or labels is None:
                     continue
-                seeds_a, a = scores_by_label[entry["label"]]
-                seeds_b, b = scores_by_label[reference]
-                common = sorted(set(seeds_a) & set(seeds_b))
-                pick = lambda seeds, s: np.stack([s[seeds.index(k)] for k in common])  # noqa: E731
-                aucs = (np.stack([resampled[entry["label"], k] for k in common]),
-                        np.stack([resampled[reference, k] for k in common]))
-                test = paired_bootstrap(labels, pick(seeds_a, a), pick(seeds_b, b), resamples=BOOTSTRAP, aucs=aucs)
+                common = sorted(set(scores_by_label[entry["label"]][0]) & set(scores_by_label[reference][0]))
+
+                def pick(label):  # (scores, resampled AUCs) of `label`'s common seeds, in `common`'s order
+                    seeds, scores = scores_by_label[label]
+                    return (np.stack([scores[seeds.index(k)] for k in common]),
+                            np.stack([resampled[label, k] for k in common]))
+
+                (a, aucs_a), (b, aucs_b) = pick(entry["label"]), pick(reference)
+                test = paired_bootstrap(labels, a, b, resamples=BOOTSTRAP, aucs=(aucs_a, aucs_b))
                 entry["vs"][reference] = {
                     "rela_impr": rela_impr(entry["auc_mean"], by_label[reference]["auc_mean"])
                     if by_label[reference]["auc_mean"] > 0.5 else None,

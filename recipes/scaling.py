@@ -28,8 +28,8 @@ FORMULAS = {"suan": "E - A / (C - B)^alpha", "deres": "alpha - beta * C^(-gamma)
 def fit_scaling_law(compute, auc, law="suan"):
     """Least-squares fit of a law to (compute, AUC) points; returns {"law", "coefficients", "r2", "points",
     "at_bounds"}. `at_bounds` names the coefficients the fit pushed onto (within 1 % of) a bound of their
-    range (alpha or gamma at 10, A or beta at 0, B at the smallest compute): the points do not determine those, so the
-    fitted curve is not a law the data support, whatever its R²."""
+    range (alpha or gamma at 10, A or beta at 0, B at the smallest compute): the points do not determine
+    those, so the fitted curve is not a law the data support, whatever its R²."""
     if law not in LAWS:
         raise ZooError(f"unknown scaling law '{law}' (laws: {', '.join(LAWS)})")
     function, names = LAWS[law]

@@ -11,8 +11,8 @@ resolver from a name to a model (`get`, `load`, `resolve`, `list_presets`, `list
 Loading never deserializes code: config.json is plain JSON that goes through the registry to the
 model's own constructor (nothing but registered zoo classes can be named), and the weights are read
 by `Model.load_weights`. Every file is checked against metadata.json (sha256; a preset written before
-the config or the preprocessing was checksummed records no sha256 for it and skips that check), the model built from the
-config must have the recorded parameter count, and the weights file must hold exactly the model's
+the config or the preprocessing was checksummed records no sha256 for it and skips that check), the
+model built from the config must have the recorded parameter count, and the weights file must hold exactly the model's
 weights, by name and shape (Keras alone would ignore extra entries). Every problem is one ZooError
 line naming the file.
 
@@ -49,6 +49,13 @@ def _sha256(path):
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def _check_sha256(directory, name, recorded, change):
+    """Refuses `directory/name` when its sha256 is not the one metadata.json `recorded` (`change` says how
+    it may have changed)."""
+    if _sha256(directory / name) != recorded:
+        raise ZooError(f"{directory / name}: sha256 does not match {directory / METADATA} ({change})")
 
 
 def save(model, directory, *, metadata=None, weights=True, preprocessing=None):
@@ -224,29 +231,28 @@ def load(name_or_directory):
         return model
     if not weights.is_file():
         raise ZooError(f"{weights}: missing ({directory / METADATA} records weights)")
-    if _sha256(weights) != expected:
-        raise ZooError(
-            f"{weights}: sha256 does not match {directory / METADATA} (changed or truncated after saving)"
-        )
+    _check_sha256(directory, WEIGHTS, expected, "changed or truncated after saving")
     load_weights_file(model, weights)
     return model
 
 
-def check_preprocessing(directory):
+def check_preprocessing(directory, metadata=None):
     """Refuses a preset folder's preprocessing.json that differs from the sha256 its metadata.json records
-    (a folder without metadata.json, or whose metadata records none, is not checked)."""
+    (a folder without metadata.json, or whose metadata records none, is not checked). `metadata`: the
+    folder's metadata when the caller has read it already."""
     from zoo.datasets.fitted import FILE_NAME
 
     directory = Path(directory)
-    if not (directory / METADATA).is_file():
-        return
-    recorded = read_metadata(directory).get("preprocessing_sha256")
+    if metadata is None:
+        if not (directory / METADATA).is_file():
+            return
+        metadata = read_metadata(directory)
+    recorded = metadata.get("preprocessing_sha256")
     if recorded is None:
         return
     if not (directory / FILE_NAME).is_file():
         raise ZooError(f"{directory / FILE_NAME}: missing ({directory / METADATA} records a preprocessing)")
-    if _sha256(directory / FILE_NAME) != recorded:
-        raise ZooError(f"{directory / FILE_NAME}: sha256 does not match {directory / METADATA} (edited after saving)")
+    _check_sha256(directory, FILE_NAME, recorded, "edited after saving")
 
 
 def _build_from_folder(directory):
@@ -254,9 +260,9 @@ def _build_from_folder(directory):
     (and preprocessing.json) must match the sha256 metadata.json records for it (when it records one)."""
     metadata = read_metadata(directory)
     recorded = metadata.get("config_sha256")
-    if recorded is not None and (directory / CONFIG).is_file() and _sha256(directory / CONFIG) != recorded:
-        raise ZooError(f"{directory / CONFIG}: sha256 does not match {directory / METADATA} (edited after saving)")
-    check_preprocessing(directory)
+    if recorded is not None and (directory / CONFIG).is_file():
+        _check_sha256(directory, CONFIG, recorded, "edited after saving")
+    check_preprocessing(directory, metadata)
     config = read_config(directory)
     try:
         item = registry.entry(config["model"])
