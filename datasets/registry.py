@@ -3,6 +3,7 @@
 import hashlib
 import importlib
 import json
+import os
 
 from zoo.datasets import storage
 from zoo.datasets.fitted import read_preprocessing
@@ -68,12 +69,59 @@ def resolve(name, path, protocol=None, options=None, preprocessing=None):
     return reader, protocol, full, reader.raw_files(path, protocol), fitted
 
 
+def is_spec(name):
+    """Whether `name` is a data spec (a DataSpec, a dict, or a .json file) rather than a data set's name."""
+    from zoo.datasets.spec import DataSpec
+
+    return isinstance(name, (dict, DataSpec)) or (
+        isinstance(name, (str, os.PathLike)) and os.fspath(name).lower().endswith(".json"))
+
+
+def _prepare_spec(spec, path, cache_dir, verbose, preprocessing, protocol, options):
+    """The processed data of a user's log under a data spec (fitted), or under a fitted state that
+    carries one (scoring mode)."""
+    from zoo.datasets import spec_engine, spec_reading
+    from zoo.datasets.spec import DataSpec
+
+    if protocol is not None or options:
+        raise ZooError(f"a data spec takes no protocol or options ({', '.join(options) or protocol}): "
+                       "write them into the spec")
+    fitted = None
+    if preprocessing is not None:
+        fitted = read_preprocessing(preprocessing)
+        if "spec" not in fitted:
+            raise ZooError(f"the preprocessing was fitted by the {fitted['dataset']} reader, not from a data spec: "
+                           f"load it with zoo.datasets.load('{fitted['dataset']}', path, preprocessing=...)")
+        spec = DataSpec.read(fitted["spec"])
+    else:
+        spec = DataSpec.read(spec)
+    files = spec_reading.source_files(path, spec.source["format"])
+    identity = {"spec": spec.to_dict()}
+    if fitted is not None:
+        identity["preprocessing"] = hashlib.sha1(json.dumps(fitted, sort_keys=True).encode()).hexdigest()
+    key = storage.cache_key(files, "spec", "spec", identity)
+    directory = storage.cached(
+        cache_dir or storage.default_cache_dir(), "spec", "spec", key,
+        lambda out: spec_engine.build(spec, files, out, verbose, fitted=fitted),
+    )
+    return storage.open_processed(directory)
+
+
 def prepare(name, path, *, protocol=None, cache_dir=None, verbose="auto", preprocessing=None, **options):
     """The processed data set (read from the cache, or built and cached): a storage.Table/Events.
 
-    With `preprocessing` (a fitted state, or its preprocessing.json file or folder: see
-    zoo.datasets.fitted), the reader applies it instead of fitting: scoring mode, one split "all"."""
-    reader, protocol, options, files, fitted = resolve(name, path, protocol, options, preprocessing)
+    `name` is a data set's name (`names()`) or a data spec (zoo.datasets.spec: a dict, a DataSpec or a
+    .json file) for a user's own log. With `preprocessing` (a fitted state, or its preprocessing.json file
+    or folder such as a preset's: see zoo.datasets.fitted), the fit is applied instead of made: scoring
+    mode, one split "all" (a state fitted from a data spec carries its spec: `name` may then be None)."""
+    state = None if preprocessing is None else read_preprocessing(preprocessing)
+    if (name is None and state is not None and "spec" in state) or (name is not None and is_spec(name)):
+        return _prepare_spec(name, path, cache_dir, verbose, state, protocol, options)
+    if name is None and state is not None:
+        name = state["dataset"]  # a reader's fit names its data set
+    if name is None:
+        raise ZooError("name a data set (zoo.datasets.names()) or give a data spec")
+    reader, protocol, options, files, fitted = resolve(name, path, protocol, options, state)
     cache_dir = cache_dir or storage.default_cache_dir()
     identity = dict(options)
     if fitted is not None:
@@ -92,7 +140,8 @@ def load(name, path, *, protocol=None, split=None, batch_size=256, shuffle=None,
     """A data set's split as a tf.data pipeline in the input contract: (dataset, schema[, info]).
 
     Args:
-        name: one of `names()`.
+        name: one of `names()`, or a data spec for your own log (a dict, a zoo.datasets.DataSpec or a
+            spec .json file; see zoo.datasets.spec); None with a `preprocessing` fitted from a spec.
         path: the user's raw file or folder (what the data set's provider distributes).
         protocol: the paper's preprocessing (`names()[name]`); None = the data set's default.
         split: "train" (the default), "validation" or "test" (splits are by time unless the protocol says

@@ -131,6 +131,14 @@ class _Processed:
             raise ZooError(f"unknown split '{split}' (splits: {', '.join(self.rows)})")
         return self.rows[split]
 
+    def source_lines(self, split):
+        """The raw file's line number of each sample of `split`, in sample order (a scoring-mode read's
+        split "all", and every split of a data spec's read)."""
+        self.num_rows(split)
+        if not os.path.isfile(os.path.join(self.directory, f"{split}.line.npy")):
+            raise ZooError(f"split '{split}' keeps no source lines (only the split 'all' of a scoring-mode read does)")
+        return np.asarray(self._load(f"{split}.line"))
+
     def preprocessing(self):
         """The fitted preprocessing state (a dict, see zoo.datasets.fitted) of this data set's fit."""
         from zoo.datasets import fitted
@@ -190,13 +198,6 @@ class Events(_Processed):
 
     def _sample(self, split, key, index):
         return np.asarray(self._load(f"{split}.{key}")[index])
-
-    def source_lines(self, split):
-        """The raw file's line number of each sample of `split`, in sample order (scoring mode, "all")."""
-        self.num_rows(split)
-        if not os.path.isfile(os.path.join(self.directory, f"{split}.line.npy")):
-            raise ZooError(f"split '{split}' keeps no source lines (only the split 'all' of a scoring-mode read does)")
-        return np.asarray(self._load(f"{split}.line"))
 
     def take(self, split, index):
         index = np.sort(index)

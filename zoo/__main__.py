@@ -1,4 +1,4 @@
-"""The zoo's command line: `python -m zoo list | fit | evaluate | reproduce | tune | export | demo`.
+"""The zoo's command line: `python -m zoo list | fit | evaluate | score | spec | reproduce | tune | export | demo`.
 
 Every command answers `--help` (without importing TensorFlow). A bad argument exits with status 2 and
 one line on stderr. The commands are quiet: TensorFlow's start-up logs and the warnings a user cannot
@@ -131,6 +131,8 @@ def _data(args, split, rows, **load_options):
     batch_size = args.batch_size or load_options.pop("batch_size", None) or 256
     if args.batch_size:
         load_options.pop("batch_size", None)
+    if getattr(args, "spec", None) or getattr(args, "fitted", None) is not None:
+        return _spec_data(args, split, rows, batch_size, **load_options)
     if args.data == "simulator":
         if args.protocol:
             raise ZooError("--protocol is a data set's preprocessing: use it with --data <data set> --path <file>")
@@ -163,6 +165,67 @@ def _data(args, split, rows, **load_options):
         total = min(info["rows"][split], limit or info["rows"][split])
         dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-total // batch_size)))
     return dataset, schema
+
+
+def _spec_data(args, split, rows, batch_size, **load_options):
+    """(dataset, schema) of a user's log: fitted under --spec, or read through a preset's fitted data
+    contract (`args.fitted`: its preprocessing state; every row is a sample of the split "all")."""
+    import tensorflow as tf
+
+    from zoo import datasets
+    from zoo.errors import ZooError
+
+    if args.protocol or getattr(args, "data_options", None):
+        raise ZooError("--protocol and --data-option are a named data set's: write such choices into the spec")
+    spec_file = args.spec or "spec" in args.fitted
+    path = args.data if spec_file else args.path  # a reader's fit reads --path, as the reader does
+    if not os.path.exists(path) and not any(c in path for c in "*?["):
+        raise ZooError(f"{path}: no such file or folder")
+    limit = rows if getattr(args, "rows_given", False) else None
+    if args.fitted is not None:
+        split = "all"
+    dataset, schema, info = datasets.load(
+        args.spec if args.fitted is None else None, path, split=split, batch_size=batch_size, seed=args.seed,
+        shuffle=False if limit is not None else None, verbose=True, with_info=True,
+        preprocessing=args.fitted, **load_options,
+    )
+    args.data_info = info
+    if limit is not None:
+        dataset = dataset.unbatch().take(limit)
+        if split == "train":
+            dataset = dataset.cache().shuffle(min(limit, 16_384), seed=args.seed, reshuffle_each_iteration=True)
+        dataset = dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+    if load_options.get("mode") is None:
+        total = min(info["rows"][split], limit or info["rows"][split])
+        if not total:
+            raise ZooError(f"{args.data}: the {split} split has no rows ({info['repairs']})")
+        dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-total // batch_size)))
+    return dataset, schema
+
+
+def _training_data(args):
+    """What a preset records of its training data, and the fitted data contract it carries (or None)."""
+    from zoo import datasets
+    from zoo.errors import ZooError
+
+    if args.data == "simulator":
+        return {"data": "simulator", "rows": args.rows, "seed": args.seed}, None
+    if args.spec:
+        processed = datasets.prepare(args.spec, args.data, verbose=False)
+        record = {"data": "spec", "files": processed.info["files"], "rows": processed.rows,
+                  "accounting": processed.info["accounting"], "spec": processed.info["spec"]}
+    else:
+        options = dict(args.data_options or [])
+        processed = datasets.prepare(args.data, args.path, protocol=args.protocol, verbose=False, **options)
+        record = {"data": args.data, "path": os.path.abspath(args.path), "protocol": processed.info.get("protocol")
+                  or args.protocol, "options": options, "rows": processed.rows,
+                  "accounting": processed.info.get("accounting")}
+    if getattr(args, "rows_given", False):
+        record["rows_used"] = {"train": args.rows, "validation": max(args.rows // 5, 1)}
+    try:
+        return record, processed.preprocessing()
+    except ZooError:  # criteo, avazu, taobao/ads, eleme keep no fit: their presets score the contract's ids
+        return record, None
 
 
 def _backup(args):
@@ -208,6 +271,8 @@ def _fit(args):
 
     if run is not None and run.num_processes > 1 and args.resume:
         raise ZooError("--resume: a multi-worker run keeps no backup (every process would write the same folder)")
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise ZooError(f"--out {args.out}: a file, not a folder")
     backup = _backup(args) if run is None or run.num_processes == 1 else None
     keras.utils.set_random_seed(args.seed)  # before anything random: the data and the model's weights
     recipe = zoo.recipes.get_recipe(args.recipe, **({"epochs": args.epochs} if args.epochs else {}))
@@ -243,9 +308,11 @@ def _fit(args):
         )
         metrics.update(test_auc=test_report["auc"], test_logloss=test_report["logloss"],
                        test_ece=test_report["calibration"]["ece"])
+    record, preprocessing = _training_data(args)
     model.save_to_preset(
         os.path.join(args.out, "preset"),
-        metadata={"training_data": args.data, "recipe": args.recipe, "seed": args.seed, "metrics": metrics},
+        metadata={"training_data": record, "recipe": args.recipe, "seed": args.seed, "metrics": metrics},
+        preprocessing=preprocessing,
     )
     shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
     print(f"{args.model}: {shown} (ECE over 10 equal-frequency bins of pCTR); preset, report and figures in "
@@ -266,16 +333,69 @@ def _reproduce(args):
     print(markdown(summary))
 
 
+def _preset_contract(args):
+    """The fitted data contract (preprocessing.json state) of the preset `args.preset`, or None."""
+    from zoo import presets
+    from zoo.datasets import fitted
+
+    folder = presets.resolve(args.preset)
+    if not (folder / fitted.FILE_NAME).is_file():
+        return None
+    return fitted.read_preprocessing(folder)
+
+
+def _use_preset_contract(args, state, command):
+    """Points `args` at the data the preset's contract reads: its spec (every row of --data scored), or its
+    reader's protocol and options (a refit that reproduces the preset's fit gives the test split; another
+    file is scored row by row through the preset's fit). Returns the split to read."""
+    from zoo import datasets
+    from zoo.errors import ZooError
+
+    if "spec" in state:
+        if args.data == "simulator":
+            raise ZooError(f"{args.preset} was trained on a data spec: give --data FILE (rows in the same format)")
+        if args.path:
+            raise ZooError("with a preset trained on a data spec, --data is the file itself (no --path)")
+        args.fitted = state
+        return "all"
+    if args.data == "simulator":
+        return "test"
+    if args.data != state["dataset"]:
+        raise ZooError(f"{args.preset} was fitted on {state['dataset']} data, not {args.data}")
+    if args.protocol not in (None, state["protocol"]) or args.data_options:
+        raise ZooError(f"{args.preset} fixes the protocol and options of its data ({state['protocol']}, "
+                       f"{state['options']}): drop --protocol/--data-option")
+    if not args.path:
+        raise ZooError(f"--data {args.data} needs --path (the raw file or folder)")
+    refit = datasets.prepare(args.data, args.path, protocol=state["protocol"], verbose=False, **state["options"])
+    if refit.preprocessing()["fitted"] == state["fitted"]:
+        args.protocol, args.data_options = state["protocol"], list(state["options"].items())
+        print(f"{command}: {args.path} under the preset's protocol {state['protocol']} {state['options']}; its fit "
+              "equals the preset's, so the protocol's test split is the preset's held-out data")
+        return "test"
+    print(f"{command}: {args.path} is not the preset's training data (its fit differs): every row is scored "
+          "through the preset's fitted vocabularies (scoring mode)")
+    args.fitted = state
+    return "all"
+
+
 def _evaluate(args):
     """Score a preset on a data set; print and write the metrics report (AUC, LogLoss, GAUC, calibration)
-    and the figures."""
+    and the figures. A preset that carries its data contract (a data spec, or a reader's fit) reads --data
+    through it: `python -m zoo evaluate DIR --data FILE`."""
     import json
 
     import zoo
+    from zoo.errors import ZooError
     from zoo.recipes.data_check import check_schema
 
     model = zoo.load(args.preset)
-    data, schema = _data(args, "test", args.rows)
+    state = _preset_contract(args)
+    split = "test" if state is None else _use_preset_contract(args, state, "evaluate")
+    data, schema = _data(args, split, args.rows)
+    if args.fitted is not None and not args.data_info.get("labeled", True):
+        raise ZooError(f"{args.data} has no label column ('{args.fitted['spec']['label'].get('column')}'): "
+                       "evaluate needs labels; `python -m zoo score` scores unlabelled rows")
     name = model.registered_name
     source = f"--data {args.data} --path {args.path}" if args.data != "simulator" else "(on the simulator)"
     check_schema(model, schema, hint=f"python -m zoo fit {name} {source}, or zoo.get('{name}', schema=schema)")
@@ -283,6 +403,61 @@ def _evaluate(args):
     shown = {k: v for k, v in report.items() if k in ("model", "rows", "auc", "logloss", "gauc")}
     shown["calibration"] = {k: v for k, v in report["calibration"].items() if k != "per_bin"}
     print(json.dumps(shown, indent=2))
+
+
+def _score(args):
+    """Score every row of a raw file through a preset's data contract; write line, score (and label) as CSV."""
+    import csv
+
+    import keras
+    import numpy as np
+
+    import zoo
+    from zoo import datasets
+    from zoo.datasets.pipeline import make_dataset
+    from zoo.errors import ZooError
+
+    model = zoo.load(args.preset)
+    state = _preset_contract(args)
+    if state is None:
+        raise ZooError(f"{args.preset} carries no data contract (preprocessing.json): only a preset trained on a "
+                       "data spec or on movielens, amazon_books or taobao/suan can score raw rows")
+    if "spec" not in state and state["dataset"] in datasets.registry.READERS and not args.path:
+        args.path = args.file
+    processed = datasets.prepare(None, args.path or args.file, preprocessing=state, verbose=False)
+    if processed.schema.to_dict() != model.schema.with_candidates(1).to_dict():
+        raise ZooError(f"{args.preset}: its preprocessing.json does not make the schema its model was built for")
+    total = processed.num_rows("all")
+    dataset, _ = make_dataset(processed, "all", batch_size=args.batch_size, shuffle=False)
+    bar = keras.utils.Progbar(total, unit_name="row", stateful_metrics=()) if total else None
+    scores, labels = [], []
+    for features, label in dataset.as_numpy_iterator():
+        scores.append(np.asarray(model.score(features)).reshape(-1))
+        labels.append(label.reshape(-1))
+        if bar is not None:
+            bar.add(label.shape[0])
+    scores = np.concatenate(scores) if scores else np.zeros(0)
+    labels = np.concatenate(labels) if labels else np.zeros(0)
+    lines = processed.source_lines("all")
+    order = np.argsort(lines, kind="stable")
+    labeled = processed.info.get("labeled", "spec" not in state)
+    with open(args.out, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["line", "score"] + (["label"] if labeled else []))
+        for i in order:
+            writer.writerow([int(lines[i]), f"{scores[i]:.6f}"] + ([int(labels[i])] if labeled else []))
+    print(f"scored {total:,} row(s) of {args.file} with {args.preset}; wrote {args.out} ({processed.info['repairs']})")
+
+
+def _spec(args):
+    """Data specs: `draft FILE` prints a spec drafted from a sample of your log (each guess noted)."""
+    import json
+
+    from zoo.datasets import spec_draft
+
+    spec = spec_draft.draft(args.file, label=args.label, time=args.time, user=args.user, item=args.item,
+                            sample_rows=args.sample_rows, sequence_length=args.sequence_length)
+    print(json.dumps(spec, indent=2))
 
 
 def _tune(args):
@@ -368,6 +543,8 @@ def _parser():
                           "or sqrt: the recipe's batch per replica, the learning rate x N or x sqrt(N)")
     fit.add_argument("--data-option", dest="data_options", type=_override, action="append", metavar="KEY=VALUE",
                      help="a data set protocol option, e.g. sequence_length=50")
+    fit.add_argument("--spec", help="a data spec (JSON, see `spec draft`): --data is then your log (file, glob "
+                     "or folder of shards)")
     fit.set_defaults(run=_fit)
 
     reproduce = commands.add_parser("reproduce", help=_reproduce.__doc__)
@@ -407,7 +584,30 @@ def _parser():
     tune.add_argument("--dir", default="runs/tuning", help="search directory; an interrupted search resumes from it")
     tune.add_argument("--set", type=_override, action="append", metavar="KEY=VALUE", help="fixed hyperparameter")
     tune.add_argument("--save-best", help="save the best trial as a preset here")
+    tune.add_argument("--spec", help="a data spec (JSON): --data is then your log")
+    tune.add_argument("--data-option", dest="data_options", type=_override, action="append", metavar="KEY=VALUE",
+                      help="a data set protocol option, e.g. sequence_length=50")
     tune.set_defaults(run=_tune)
+
+    score = commands.add_parser("score", help=_score.__doc__)
+    score.add_argument("preset", help="preset directory or name (it must carry its data contract)")
+    score.add_argument("file", help="the raw rows: a file, glob or folder in the format the preset was trained on")
+    score.add_argument("--path", help=argparse.SUPPRESS)
+    score.add_argument("--out", default="scores.csv", help="the CSV to write: line, score[, label] (default scores.csv)")
+    score.add_argument("--batch-size", type=int, default=1024, help="rows per batch (default 1024)")
+    score.set_defaults(run=_score)
+
+    spec = commands.add_parser("spec", help=_spec.__doc__)
+    spec_commands = spec.add_subparsers(dest="spec_command", required=True, parser_class=_Parser)
+    draft = spec_commands.add_parser("draft", help="print a data spec drafted from a sample of FILE")
+    draft.add_argument("file", help="your log: a CSV/TSV (with a header), Parquet or JSON-lines file, or a folder")
+    draft.add_argument("--label", help="the label column (0/1, or numbers the draft turns into a rule)")
+    draft.add_argument("--time", help="the time column (unix s/ms or ISO 8601)")
+    draft.add_argument("--user", help="the user key column")
+    draft.add_argument("--item", help="the item key column")
+    draft.add_argument("--sample-rows", type=int, default=10_000, help="rows to sample (default 10000)")
+    draft.add_argument("--sequence-length", type=int, default=50, help="history length L (default 50)")
+    draft.set_defaults(run=_spec)
 
     export = commands.add_parser("export", help=_export.__doc__)
     export.add_argument("preset", help="preset directory, preset name or registered model name (its default preset)")
@@ -423,8 +623,13 @@ def _parser():
                       help="where to write the preset, the tuning project and the export (default demo_out/)")
     demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     demo.set_defaults(run=_demo)
-    for command in commands.choices.values():
+    for command in list(commands.choices.values()) + [draft]:
         command.add_argument("--verbose", action="store_true", help="show TensorFlow's logs and every warning")
+        command.set_defaults(fitted=None)
+        if "--spec" not in command._option_string_actions:
+            command.set_defaults(spec=None)
+        if "--data-option" not in command._option_string_actions:
+            command.set_defaults(data_options=None)
     return parser
 
 

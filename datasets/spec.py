@@ -1,0 +1,439 @@
+"""A data spec: one plain JSON file that maps a user's own log to the input contract.
+
+    {
+      "format": "zoo.datasets.spec", "version": 1,
+      "source": {"format": "csv", "delimiter": ",", "quote": "\\"", "header": true},
+      "label": {"column": "clicked"},
+      "time": {"column": "ts", "format": "iso8601"},
+      "user": "user_id",
+      "item": "item_id",
+      "columns": {
+        "user_id": {"role": "user"},
+        "item_id": {"role": "cand"},
+        "title":   {"role": "cand", "hash_buckets": 100000},
+        "price":   {"role": "num", "type": "numeric", "log1p": true, "scale": "standardize"}
+      },
+      "history": {"from": "log", "fields": ["item_id"], "only": {"column": "clicked", "op": "==", "value": 1}},
+      "sequence_length": 50, "embedding_dim": 8,
+      "split": {"by": "time", "fractions": [0.8, 0.1, 0.1]}
+    }
+
+Sections (every key is checked: an unknown one is refused by name, with the closest known key):
+
+- `source`: `format` csv (any one-character `delimiter`, `quote` character or null, `header` true, or
+  false with `column_names` in file order), parquet or jsonl. The data path given with the spec is a
+  file, a glob (`logs/*.csv`) or a folder of shards (read in name order, as one log).
+- `label`: `{"column": c}` (values 0/1), `{"column": c, "op": ">=", "value": 4}` (a rule: ops == != >= >
+  <= <, label = rule holds), or `{"events": true, "negatives": N, "seed": s}`: every row is a positive
+  and gets N negatives whose `item` is drawn uniformly from the training items (their other cand_
+  columns are the drawn item's, as last seen in training); the info's `sample_rate` = N / (items - 1)
+  is what SUAN's rectified pCTR undoes. A row with an empty label is dropped (counted).
+- `time`: `column` and `format`: unix_s, unix_ms, iso8601 (with or without a zone; none = UTC) or a
+  strptime format ("%Y-%m-%d %H:%M:%S", read as UTC); `utc_offset_hours` shifts the local clock used for
+  `derive` (["hour", "weekday"] -> ctx_hour 1..24, ctx_weekday 1..7); `on_error` "error" (default: one
+  line naming file, line and column) or "drop" (counted).
+- `user`, `item`: the user key (histories, per-user splits, GAUC groups) and the item column (sampled
+  negatives). Each may also be a feature in `columns`.
+- `columns`: the columns to use, by their name in the file (any other column is ignored). `role` user,
+  cand, ctx, num or hist (a behaviour attribute carried only in the history); `feature` (default: the
+  column's name, lower-cased, other characters -> "_"); `type` categorical (default), numeric or list.
+  categorical: `min_count` (rarer training values -> OOV), `max_size` (keep the most frequent), or
+  `hash_buckets` N (id = 1 + fingerprint64(value) mod N, for unbounded cardinalities); an empty value is
+  its own value. numeric: `log1p` (sign kept), `fill` "mean" (training mean) or a number for missing
+  values (counted as repaired), then `scale` "standardize" (role num) or `buckets` N equal-frequency
+  buckets fitted on training values (an id feature, roles user/cand/ctx). list (role hist): `separator`
+  (CSV; Parquet/JSON lists are native), oldest first; it shares the vocabulary of the cand column of
+  the same feature name when there is one.
+- `history`: `{"from": "log", "fields": [...], "only": rule, "min_length": 0}`: each row's history is its
+  user's rows strictly earlier in time (all rows, or those where the `only` rule holds), carrying the
+  listed features (cand or hist columns) and their times; rows with fewer than `min_length` earlier
+  rows make no sample (counted). `{"from": "columns"}`: the list columns are the history. Omitted: no
+  history.
+- `sequence_length` L (histories keep the newest L; a longer list is truncated, counted),
+  `embedding_dim` per field.
+- `split`: `{"by": "time", "fractions": [...]}` (time cut points at those shares of the rows; ties in
+  time share a split), `{"by": "date", "validation": "YYYY-MM-DD", "test": "YYYY-MM-DD"}` (UTC days),
+  `{"by": "random", "fractions": [...], "seed": s}`, `{"by": "user", "fractions": [...]}` (per user, in
+  time order, as ReST) or `{"by": "order", "fractions": [...]}` (file order).
+- `notes`: texts for people (`spec draft` writes what it guessed and why there); the engine ignores them.
+"""
+
+import copy
+import difflib
+import json
+import os
+import re
+
+from zoo.errors import ZooError
+
+FORMAT = "zoo.datasets.spec"
+VERSION = 1
+ROLES = ("user", "cand", "ctx", "num", "hist")
+TYPES = ("categorical", "numeric", "list")
+OPS = ("==", "!=", ">=", ">", "<=", "<")
+TIME_FORMATS = ("unix_s", "unix_ms", "iso8601")
+DERIVED = ("hour", "weekday")
+SPLITS = ("time", "date", "random", "user", "order")
+
+_KEYS = {
+    "": ("format", "version", "source", "label", "time", "user", "item", "columns", "history", "sequence_length",
+         "embedding_dim", "split", "notes"),
+    "source": ("format", "delimiter", "quote", "header", "column_names"),
+    "label": ("column", "op", "value", "events", "negatives", "seed"),
+    "time": ("column", "format", "utc_offset_hours", "derive", "on_error"),
+    "column": ("role", "feature", "type", "min_count", "max_size", "hash_buckets", "log1p", "fill", "scale",
+               "buckets", "separator", "embedding_dim"),
+    "history": ("from", "fields", "only", "min_length"),
+    "rule": ("column", "op", "value"),
+    "split": ("by", "fractions", "seed", "validation", "test"),
+}
+
+
+def _refuse_unknown(section, given, where):
+    if not isinstance(given, dict):
+        raise ZooError(f"spec {where or 'file'}: should be a JSON object, found {type(given).__name__}")
+    known = _KEYS[section]
+    for key in given:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else f" (keys: {', '.join(known)})"
+            raise ZooError(f"spec {where + ': ' if where else ''}unknown key '{key}'{hint}")
+
+
+def feature_name(column):
+    """A column's default feature name: lower-case letters, digits and '_' (as Schema requires)."""
+    name = re.sub(r"[^a-z0-9_]+", "_", str(column).strip().lower()).strip("_")
+    if not name or not name[0].isalpha():
+        name = "f_" + name
+    return "time_value" if name == "time" else name
+
+
+def _positive_int(value, where, allow_none=False):
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ZooError(f"spec {where}: should be a positive integer, found {value!r}")
+    return value
+
+
+def _fractions(value, where):
+    if (not isinstance(value, list) or len(value) != 3
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in value)
+            or abs(sum(value) - 1) > 1e-6 or value[0] <= 0):
+        raise ZooError(f"spec {where}: should be three shares [train, validation, test] summing to 1, found {value!r}")
+    return [float(v) for v in value]
+
+
+class DataSpec:
+    """A checked data spec (see the module docstring); `DataSpec.read(path_or_dict)` or `DataSpec(dict)`.
+
+    Attributes mirror the JSON: `source`, `label`, `time`, `user`, `item`, `columns` (column name -> its
+    checked options, `feature` and `type` filled in), `history`, `sequence_length`, `embedding_dim`,
+    `split`. `to_dict()` gives the JSON with every default written out (what a preset saves).
+    """
+
+    def __init__(self, spec):
+        spec = copy.deepcopy(spec)
+        _refuse_unknown("", spec, "")
+        if spec.get("format", FORMAT) != FORMAT:
+            raise ZooError(f"spec: 'format' should be '{FORMAT}', found {spec.get('format')!r}")
+        if spec.get("version", VERSION) != VERSION:
+            raise ZooError(f"spec: version {spec.get('version')!r}; this zoo reads version {VERSION}")
+        self.source = self._source(spec.get("source", {}))
+        self.label = self._label(spec.get("label"))
+        self.time = self._time(spec.get("time"))
+        self.user = spec.get("user")
+        self.item = spec.get("item")
+        for key in ("user", "item"):
+            if getattr(self, key) is not None and not isinstance(getattr(self, key), str):
+                raise ZooError(f"spec '{key}': should be a column name, found {getattr(self, key)!r}")
+        self.embedding_dim = _positive_int(spec.get("embedding_dim", 8), "'embedding_dim'")
+        self.columns = self._columns(spec.get("columns"))
+        self.history = self._history(spec.get("history"))
+        self.sequence_length = _positive_int(spec.get("sequence_length", 50), "'sequence_length'")
+        self.split = self._split(spec.get("split", {"by": "time", "fractions": [0.8, 0.1, 0.1]}))
+        self.notes = spec.get("notes", {})
+        if not isinstance(self.notes, dict) or not all(isinstance(v, str) for v in self.notes.values()):
+            raise ZooError("spec 'notes': should be an object of texts (what `spec draft` guessed, and why)")
+        self._check_together()
+
+    # ------------------------------------------------------------------ reading
+    @classmethod
+    def read(cls, source):
+        """A DataSpec from a DataSpec, a dict or a JSON file's path."""
+        if isinstance(source, DataSpec):
+            return source
+        if isinstance(source, dict):
+            return cls(source)
+        path = os.fspath(source)
+        if not os.path.isfile(path):
+            raise ZooError(f"{path}: no such spec file")
+        try:
+            with open(path) as f:
+                data = json.load(f)
+        except (ValueError, UnicodeDecodeError) as error:
+            raise ZooError(f"{path}: not a JSON spec ({str(error).splitlines()[0]})") from None
+        try:
+            return cls(data)
+        except ZooError as error:
+            raise ZooError(f"{path}: {error}") from None
+
+    def to_dict(self):
+        return {
+            "format": FORMAT, "version": VERSION, "source": dict(self.source), "label": dict(self.label),
+            "time": None if self.time is None else dict(self.time), "user": self.user, "item": self.item,
+            "columns": {name: dict(options) for name, options in self.columns.items()},
+            "history": None if self.history is None else dict(self.history),
+            "sequence_length": self.sequence_length, "embedding_dim": self.embedding_dim, "split": dict(self.split),
+            "notes": dict(self.notes),
+        }
+
+    def to_json(self):
+        return json.dumps(self.to_dict(), indent=2)
+
+    # ------------------------------------------------------------------ queries
+    def read_columns(self):
+        """Every column the engine reads from the file, in a fixed order."""
+        names = []
+        for name in ([self.label.get("column")] + [self.time and self.time["column"], self.user, self.item]
+                     + list(self.columns) + [self.history and (self.history.get("only") or {}).get("column")]):
+            if name and name not in names:
+                names.append(name)
+        return names
+
+    def features(self, role):
+        """[(column, options)] of one role, in the spec's order."""
+        return [(name, options) for name, options in self.columns.items() if options["role"] == role]
+
+    def history_from_log(self):
+        return self.history is not None and self.history["from"] == "log"
+
+    # ------------------------------------------------------------------ sections
+    @staticmethod
+    def _source(source):
+        _refuse_unknown("source", source, "'source'")
+        fmt = source.get("format", "csv")
+        if fmt not in ("csv", "parquet", "jsonl"):
+            raise ZooError(f"spec 'source.format': {fmt!r} is not one of csv, parquet, jsonl")
+        out = {"format": fmt}
+        if fmt == "csv":
+            delimiter = source.get("delimiter", ",")
+            delimiter = "\t" if delimiter == "\\t" else delimiter
+            if not isinstance(delimiter, str) or len(delimiter) != 1:
+                raise ZooError(f"spec 'source.delimiter': should be one character, found {delimiter!r}")
+            quote = source.get("quote", '"')
+            if quote is not None and (not isinstance(quote, str) or len(quote) != 1):
+                raise ZooError(f"spec 'source.quote': should be one character or null, found {quote!r}")
+            header = source.get("header", True)
+            if not isinstance(header, bool):
+                raise ZooError(f"spec 'source.header': should be true or false, found {header!r}")
+            names = source.get("column_names")
+            if not header and not (isinstance(names, list) and names and all(isinstance(n, str) for n in names)):
+                raise ZooError("spec 'source': a CSV without a header needs 'column_names' (the columns in file order)")
+            if header and names is not None:
+                raise ZooError("spec 'source': 'column_names' is for a CSV without a header (header: false)")
+            out.update(delimiter=delimiter, quote=quote, header=header, column_names=names)
+        else:
+            for key in ("delimiter", "quote", "header", "column_names"):
+                if key in source:
+                    raise ZooError(f"spec 'source.{key}': only a csv source takes it, not {fmt}")
+        return out
+
+    @staticmethod
+    def _rule(rule, where):
+        _refuse_unknown("rule", rule, where)
+        if not isinstance(rule.get("column"), str):
+            raise ZooError(f"spec {where}: a rule needs 'column'")
+        if rule.get("op") not in OPS:
+            raise ZooError(f"spec {where}: 'op' should be one of {' '.join(OPS)}, found {rule.get('op')!r}")
+        value = rule.get("value")
+        if not isinstance(value, (int, float, str)) or isinstance(value, bool):
+            raise ZooError(f"spec {where}: 'value' should be a number or a string, found {value!r}")
+        return {"column": rule["column"], "op": rule["op"], "value": value}
+
+    def _label(self, label):
+        if label is None:
+            raise ZooError("spec: 'label' is missing ({'column': ...}, a rule, or {'events': true, 'negatives': N})")
+        _refuse_unknown("label", label, "'label'")
+        if label.get("events"):
+            if label.get("events") is not True or "column" in label or "op" in label:
+                raise ZooError("spec 'label': events: true takes 'negatives' and 'seed', not a column or rule")
+            negatives = label.get("negatives", 1)
+            if not isinstance(negatives, int) or isinstance(negatives, bool) or negatives < 0:
+                raise ZooError(f"spec 'label.negatives': should be an integer >= 0, found {negatives!r}")
+            return {"events": True, "negatives": negatives, "seed": int(label.get("seed", 0))}
+        if "negatives" in label or "seed" in label:
+            raise ZooError("spec 'label': 'negatives' and 'seed' go with events: true")
+        if not isinstance(label.get("column"), str):
+            raise ZooError("spec 'label': needs 'column' (a 0/1 column, or with 'op' and 'value' a rule)")
+        if "op" in label or "value" in label:
+            return self._rule(label, "'label'")
+        return {"column": label["column"]}
+
+    @staticmethod
+    def _time(time):
+        if time is None:
+            return None
+        _refuse_unknown("time", time, "'time'")
+        if not isinstance(time.get("column"), str):
+            raise ZooError("spec 'time': needs 'column'")
+        fmt = time.get("format", "unix_s")
+        if not isinstance(fmt, str) or (fmt not in TIME_FORMATS and "%" not in fmt):
+            raise ZooError(f"spec 'time.format': {fmt!r} is not unix_s, unix_ms, iso8601 or a strptime format")
+        offset = time.get("utc_offset_hours", 0)
+        if not isinstance(offset, (int, float)) or isinstance(offset, bool) or not -14 <= offset <= 14:
+            raise ZooError(f"spec 'time.utc_offset_hours': should be a number of hours in [-14, 14], found {offset!r}")
+        derive = time.get("derive", [])
+        if not isinstance(derive, list) or any(d not in DERIVED for d in derive):
+            raise ZooError(f"spec 'time.derive': should be a list of {', '.join(DERIVED)}, found {derive!r}")
+        on_error = time.get("on_error", "error")
+        if on_error not in ("error", "drop"):
+            raise ZooError(f"spec 'time.on_error': should be 'error' or 'drop', found {on_error!r}")
+        return {"column": time["column"], "format": fmt, "utc_offset_hours": offset, "derive": list(derive),
+                "on_error": on_error}
+
+    def _columns(self, columns):
+        if not isinstance(columns, dict) or not columns:
+            raise ZooError("spec: 'columns' should be an object naming at least one column and its role")
+        out, features = {}, {}
+        for name, options in columns.items():
+            where = f"column '{name}'"
+            _refuse_unknown("column", options, where)
+            role = options.get("role")
+            if role not in ROLES:
+                raise ZooError(f"spec {where}: 'role' should be one of {', '.join(ROLES)}, found {role!r}")
+            kind = options.get("type", "numeric" if role == "num" else "list" if "separator" in options
+                               else "categorical")
+            if kind not in TYPES:
+                raise ZooError(f"spec {where}: 'type' should be one of {', '.join(TYPES)}, found {kind!r}")
+            feature = options.get("feature", feature_name(name))
+            if not isinstance(feature, str) or feature_name(feature) != feature:
+                raise ZooError(f"spec {where}: 'feature' {feature!r} should be lower-case letters, digits and '_'")
+            checked = {"role": role, "feature": feature, "type": kind,
+                       "embedding_dim": _positive_int(options.get("embedding_dim", self.embedding_dim),
+                                                      f"{where} 'embedding_dim'")}
+            allowed = {"categorical": ("min_count", "max_size", "hash_buckets"),
+                       "numeric": ("log1p", "fill", "scale", "buckets"),
+                       "list": ("min_count", "max_size", "hash_buckets", "separator")}[kind]
+            for key in options:
+                if key not in ("role", "feature", "type", "embedding_dim") + allowed:
+                    raise ZooError(f"spec {where}: '{key}' does not apply to a {kind} column")
+            if kind in ("categorical", "list"):
+                if role == "num":
+                    raise ZooError(f"spec {where}: role num is for numeric columns (a {kind} column is an id)")
+                checked["min_count"] = _positive_int(options.get("min_count", 1), f"{where} 'min_count'")
+                checked["max_size"] = _positive_int(options.get("max_size"), f"{where} 'max_size'", allow_none=True)
+                checked["hash_buckets"] = _positive_int(options.get("hash_buckets"), f"{where} 'hash_buckets'",
+                                                        allow_none=True)
+                if checked["hash_buckets"] and (options.get("max_size") or options.get("min_count", 1) != 1):
+                    raise ZooError(f"spec {where}: hash_buckets replaces the vocabulary (no min_count or max_size)")
+            if kind == "list":
+                if role != "hist":
+                    raise ZooError(f"spec {where}: a list column is a history (role hist)")
+                checked["separator"] = options.get("separator")
+                if checked["separator"] is not None and (not isinstance(checked["separator"], str)
+                                                         or not checked["separator"]):
+                    raise ZooError(f"spec {where}: 'separator' should be a non-empty string")
+            if kind == "numeric":
+                checked["log1p"] = bool(options.get("log1p", False))
+                fill = options.get("fill", "mean")
+                if fill != "mean" and (not isinstance(fill, (int, float)) or isinstance(fill, bool)):
+                    raise ZooError(f"spec {where}: 'fill' should be \"mean\" or a number, found {fill!r}")
+                checked["fill"] = fill
+                checked["scale"] = options.get("scale", "none")
+                if checked["scale"] not in ("none", "standardize"):
+                    raise ZooError(f"spec {where}: 'scale' should be 'none' or 'standardize'")
+                checked["buckets"] = _positive_int(options.get("buckets"), f"{where} 'buckets'", allow_none=True)
+                if role == "num" and checked["buckets"]:
+                    raise ZooError(f"spec {where}: bucketed numerics are ids: give it role user, cand or ctx")
+                if role in ("user", "cand", "ctx") and not checked["buckets"]:
+                    raise ZooError(f"spec {where}: a numeric {role} feature needs 'buckets' (or role num)")
+                if role == "hist":
+                    raise ZooError(f"spec {where}: a history field is categorical")
+            key = f"{role}_{feature}"
+            if key in features:
+                raise ZooError(f"spec {where}: feature {key} is also made by column '{features[key]}'")
+            features[key] = name
+            out[name] = checked
+        return out
+
+    def _history(self, history):
+        if history is None:
+            if any(o["role"] == "hist" for o in self.columns.values()):
+                raise ZooError("spec: hist columns need a 'history' section ({'from': 'log'} or {'from': 'columns'})")
+            return None
+        _refuse_unknown("history", history, "'history'")
+        source = history.get("from")
+        if source == "columns":
+            lists = [n for n, o in self.columns.items() if o["type"] == "list"]
+            if not lists:
+                raise ZooError("spec 'history': from columns needs at least one list column (role hist, type list)")
+            for key in ("fields", "only", "min_length"):
+                if key in history:
+                    raise ZooError(f"spec 'history.{key}': goes with from: log")
+            return {"from": "columns"}
+        if source != "log":
+            raise ZooError(f"spec 'history.from': should be 'log' or 'columns', found {source!r}")
+        if self.user is None or self.time is None:
+            raise ZooError("spec 'history': from log needs 'user' and 'time' (a user's strictly earlier rows)")
+        available = {o["feature"]: n for n, o in self.columns.items()
+                     if o["role"] in ("cand", "hist") and o["type"] == "categorical"}
+        fields = history.get("fields")
+        if not isinstance(fields, list) or not fields:
+            raise ZooError(f"spec 'history.fields': should list the features the history carries "
+                           f"(cand or hist columns: {', '.join(available) or 'none'})")
+        for field in fields:
+            if field not in available:
+                raise ZooError(f"spec 'history.fields': '{field}' is not a categorical cand or hist feature "
+                               f"(those are: {', '.join(available) or 'none'})")
+        if any(o["type"] == "list" for o in self.columns.values()):
+            raise ZooError("spec 'history': from log and list columns cannot be mixed")
+        only = history.get("only")
+        min_length = history.get("min_length", 0)
+        if not isinstance(min_length, int) or isinstance(min_length, bool) or min_length < 0:
+            raise ZooError(f"spec 'history.min_length': should be an integer >= 0, found {min_length!r}")
+        return {"from": "log", "fields": list(fields), "only": None if only is None else self._rule(only, "'history.only'"),
+                "min_length": min_length}
+
+    @staticmethod
+    def _split(split):
+        _refuse_unknown("split", split, "'split'")
+        by = split.get("by")
+        if by not in SPLITS:
+            raise ZooError(f"spec 'split.by': should be one of {', '.join(SPLITS)}, found {by!r}")
+        if by == "date":
+            out = {"by": "date"}
+            for key in ("validation", "test"):
+                value = split.get(key)
+                if not isinstance(value, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+                    raise ZooError(f"spec 'split.{key}': should be a date YYYY-MM-DD, found {value!r}")
+                out[key] = value
+            if out["validation"] > out["test"]:
+                raise ZooError("spec 'split': the validation date is after the test date")
+            return out
+        out = {"by": by, "fractions": _fractions(split.get("fractions", [0.8, 0.1, 0.1]), "'split.fractions'")}
+        if by == "random":
+            out["seed"] = int(split.get("seed", 0))
+        return out
+
+    def _check_together(self):
+        if self.split["by"] in ("time", "date") and self.time is None:
+            raise ZooError(f"spec 'split': by {self.split['by']} needs a 'time' column")
+        if self.split["by"] == "user" and self.user is None:
+            raise ZooError("spec 'split': by user needs 'user'")
+        if self.label.get("events"):
+            if self.item is None:
+                raise ZooError("spec 'label': events with sampled negatives need 'item' (what is sampled)")
+            if self.item not in self.columns or self.columns[self.item]["role"] != "cand":
+                raise ZooError(f"spec 'label': the item column '{self.item}' should be a cand column")
+            if self.columns[self.item].get("hash_buckets"):
+                raise ZooError("spec 'label': sampled negatives need a vocabulary for the item, not hash_buckets")
+        if self.time and self.time["derive"]:
+            for name in self.time["derive"]:
+                if any(o["role"] == "ctx" and o["feature"] == name for o in self.columns.values()):
+                    raise ZooError(f"spec 'time.derive': ctx_{name} is also a column's feature")
+        hist = {o["feature"] for o in self.columns.values() if o["role"] == "hist"}
+        if self.history_from_log():
+            missing = hist - set(self.history["fields"])
+            if missing:
+                raise ZooError(f"spec 'history.fields': the hist column(s) {', '.join(sorted(missing))} are not listed")

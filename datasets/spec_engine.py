@@ -1,0 +1,497 @@
+"""The data-spec engine: a `DataSpec` and its files -> a processed data set in the input contract.
+
+One read of the files (pyarrow, chunk by chunk: `spec_reading`) gives compact columns (text columns stay
+Arrow strings); then everything is vectorised: rows are sorted by (user, time, file order) when the
+history comes from the log or the split is per user, split, fitted on the training rows only
+(vocabularies, hashing, numeric fills, scales and buckets), encoded, and written as a `storage.Table`
+(one row per sample; histories from list columns) or a `storage.Events` store (histories gathered at
+batch time from the user's strictly earlier rows: nothing at or after a row's time reaches its features).
+
+The fit is kept as `preprocessing.json` (zoo.datasets.fitted) with the spec inside, so a preset carries
+its whole data contract: `build(..., fitted=state)` applies it to new rows (scoring mode: every row is a
+sample of the split "all", unknown values go to the OOV id and are counted, no negative is sampled,
+every row is scored whatever `history.min_length` says; a file without the label column scores with
+labels 0 and `info["labeled"] = False`).
+
+Every row read is kept, repaired (a filled numeric, a history list cut to its newest L) or dropped (an
+empty label, an unreadable time with on_error "drop", fewer than min_length earlier rows): the account
+of each file is printed and stored in the info (`accounting`), read = kept + repaired + dropped.
+"""
+
+import os
+
+import numpy as np
+
+from zoo.datasets import events, preprocess, storage
+from zoo.datasets import fitted as fitted_state
+from zoo.datasets import spec_reading
+from zoo.datasets.reading import Repairs
+from zoo.datasets.spec import DataSpec
+from zoo.errors import ZooError
+from zoo.feature import Feature
+from zoo.schema import Schema
+
+DERIVED_SIZES = {"hour": 26, "weekday": 9}  # ids 1..24 / 1..7, then OOV
+TIME_BITS = 34  # (time - earliest) < 2**34 s (544 years) beside the user code in one sortable int64 key
+
+
+def build(spec, files, out_dir, verbose="auto", fitted=None):
+    """Reads `files` under `spec` (a DataSpec, dict or file), fits (or applies `fitted`) and writes the
+    processed data set into `out_dir`; returns its info."""
+    spec = DataSpec.read(spec if fitted is None else fitted["spec"])
+    data, accounts = _read(spec, files, scoring=fitted is not None)
+    return _Build(spec, data, accounts, out_dir, fitted, verbose).run()
+
+
+# ---------------------------------------------------------------------------------------- reading
+def _read(spec, files, scoring):
+    """({column or part: concatenated array}, {file: Repairs}) of every kept row, in file order."""
+    import pyarrow as pa
+
+    label_column = spec.label.get("column")
+    optional = (label_column,) if scoring and label_column else ()
+    wanted = spec.read_columns()
+    parts = {key: [] for key in ("label", "time", "line", "file", "rule")}
+    texts, numbers, lists = {}, {}, {}
+    accounts = {}
+    labeled = True
+    for index, path in enumerate(files):
+        present = spec_reading.check_columns(path, spec.source, wanted, optional)
+        labeled = labeled and (label_column is None or label_column in present)
+        repairs = accounts[path] = Repairs(path)
+        for chunk in spec_reading.read_chunks(path, spec.source, present, repairs):
+            if label_column is not None and label_column not in present:
+                label, keep = np.zeros(chunk.rows, np.float32), np.ones(chunk.rows, bool)
+            else:
+                label, keep = spec_reading.labels(chunk, spec.label, repairs)
+            if spec.time is not None:
+                time, kept_time = spec_reading.times(chunk, spec.time, repairs)
+                both = keep & ~kept_time
+                if both.any():  # a row dropped for two reasons counts once (as its label's)
+                    repairs.dropped -= int(both.sum())
+                keep &= kept_time
+                parts["time"].append(time[keep])
+            parts["label"].append(label[keep])
+            parts["line"].append(chunk.lines()[keep])
+            parts["file"].append(np.full(int(keep.sum()), index, np.int32))
+            if spec.history_from_log() and spec.history["only"] is not None:
+                parts["rule"].append(spec_reading.rule_holds(chunk, spec.history["only"])[keep])
+            rows = pa.array(np.flatnonzero(keep))
+            for name in {spec.user, spec.item} | set(spec.columns):
+                if name is None:
+                    continue
+                kind = spec.columns.get(name, {}).get("type", "categorical")
+                if kind == "numeric":
+                    numbers.setdefault(name, []).append(spec_reading.as_numbers(chunk, name)[keep])
+                elif kind == "list":
+                    tokens, lengths = spec_reading.token_lists(chunk, name, spec.columns[name]["separator"])
+                    row_of = np.repeat(np.arange(chunk.rows), lengths)
+                    lists.setdefault(name, []).append((tokens[keep[row_of]], lengths[keep]))
+                else:
+                    texts.setdefault(name, []).append(spec_reading.as_text(chunk.columns[name]).take(rows))
+    data = {key: np.concatenate(values) if values else None for key, values in parts.items()}
+    data["labeled"] = labeled
+    data["text"] = {name: pa.chunked_array(chunks, pa.string()).combine_chunks() for name, chunks in texts.items()}
+    data["numeric"] = {name: np.concatenate(chunks) for name, chunks in numbers.items()}
+    data["list"] = {name: (np.concatenate([t for t, _ in chunks]), np.concatenate([n for _, n in chunks]))
+                    for name, chunks in lists.items()}
+    return data, accounts
+
+
+# ---------------------------------------------------------------------------------------- building
+class _Build:
+    def __init__(self, spec, data, accounts, out_dir, fitted, verbose):
+        self.spec, self.data, self.accounts, self.out_dir = spec, data, accounts, out_dir
+        self.fitted, self.verbose = fitted, verbose
+        self.rows = data["label"].shape[0]
+        self.repaired = np.zeros(self.rows, bool)
+        self.kinds = {}  # repair kind -> rows per file index
+        self.states = {} if fitted is None else dict(fitted["fitted"])
+        self.unknown = {}
+
+    def count(self, kind, mask):
+        """Counts the kept rows of `mask` repaired by `kind` (a row counts once among the repaired)."""
+        self.kinds[kind] = self.kinds.get(kind, 0) + np.bincount(self.data["file"][mask], minlength=len(self.accounts))
+        self.repaired |= mask
+
+    # ------------------------------------------------------------------ the steps
+    def run(self):
+        if not self.rows:
+            first = next(iter(self.accounts.values()))
+            raise ZooError(f"{first.path}: no row is left ({first.summary()})")
+        self._order()
+        split = self._split()
+        train = split == 0
+        if self.fitted is None and not train.any():
+            raise ZooError("the split leaves no training row: check 'split' against the data's times")
+        encoded = self._encode(train)
+        samples, events_store, dropped = self._samples(split, encoded, train)
+        schema = self._schema(encoded)
+        info = self._finish(dropped, samples)
+        if events_store is None:
+            self._write_table(schema, samples, info)
+        else:
+            events.write_events(self.out_dir, schema, events_store, samples, info)
+        if self.fitted is None:
+            state = {
+                "format": fitted_state.FORMAT, "version": fitted_state.VERSION, "dataset": "spec", "protocol": "spec",
+                "options": {}, "schema": schema.to_dict(), "fitted": self.states,
+                "info": {"sample_rate": info["sample_rate"]}, "spec": self.spec.to_dict(),
+            }
+            fitted_state.save_preprocessing(state, self.out_dir)
+        return info
+
+    def _order(self):
+        """Sorts the rows by (user, time, file order) when histories or splits need it."""
+        spec, data = self.spec, self.data
+        self.user_code = None
+        if spec.user is not None:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            encoded = pc.dictionary_encode(data["text"][spec.user])
+            rank = np.empty(len(encoded.dictionary), np.int64)
+            rank[np.asarray(pc.array_sort_indices(encoded.dictionary))] = np.arange(len(encoded.dictionary))
+            self.user_code = rank[np.asarray(encoded.indices)]
+            del pa
+        if spec.history_from_log() or spec.split["by"] == "user":
+            order = np.lexsort((np.arange(self.rows), data["time"] if data["time"] is not None
+                                else np.zeros(self.rows, np.int64), self.user_code))
+            self._take(order)
+
+    def _take(self, order):
+        import pyarrow as pa
+
+        data = self.data
+        indices = pa.array(order)
+        for key in ("label", "time", "line", "file", "rule"):
+            if data[key] is not None:
+                data[key] = data[key][order]
+        data["text"] = {name: values.take(indices) for name, values in data["text"].items()}
+        data["numeric"] = {name: values[order] for name, values in data["numeric"].items()}
+        for name, (tokens, lengths) in data["list"].items():
+            starts = np.cumsum(lengths) - lengths
+            moved = lengths[order]
+            within = np.arange(moved.sum()) - np.repeat(np.cumsum(moved) - moved, moved)
+            data["list"][name] = (tokens[np.repeat(starts[order], moved) + within], moved)
+        self.user_code = None if self.user_code is None else self.user_code[order]
+
+    def _split(self):
+        """Split codes [n] (0 train, 1 validation, 2 test; all 0 in scoring mode)."""
+        split, n = self.spec.split, self.rows
+        if self.fitted is not None:
+            return np.zeros(n, np.int8)
+        if split["by"] == "date":
+            import datetime
+
+            cut = [int(datetime.datetime.strptime(split[k], "%Y-%m-%d").replace(tzinfo=datetime.timezone.utc)
+                       .timestamp()) for k in ("validation", "test")]
+            return preprocess.split_by_time(self.data["time"], cut)
+        fractions = split["fractions"]
+        if split["by"] == "time":
+            ordered = np.sort(self.data["time"])
+            cut = [ordered[min(int(n * fractions[0]), n - 1)], ordered[min(int(n * (fractions[0] + fractions[1])), n - 1)]]
+            if fractions[2] == 0:
+                cut[1] = ordered[-1] + 1
+            if fractions[1] == 0:
+                cut[0] = cut[1]
+            return preprocess.split_by_time(self.data["time"], cut)
+        if split["by"] == "random":
+            return np.random.default_rng(split["seed"]).choice(3, size=n, p=fractions).astype(np.int8)
+        if split["by"] == "user":
+            return preprocess.per_user_split(self.user_code, fractions)
+        train_end, valid_end = int(n * fractions[0] + 1e-9), int(n * (fractions[0] + fractions[1]) + 1e-9)
+        index = np.arange(n)
+        return np.where(index < train_end, 0, np.where(index < valid_end, 1, 2)).astype(np.int8)
+
+    # ------------------------------------------------------------------ fitting and encoding
+    def _encode(self, train):
+        """{column: ids [n] int32 or values [n] float32}, and for list columns (tokens ids, lengths)."""
+        out = {}
+        columns = self.spec.columns
+        for name, options in columns.items():
+            if options["type"] == "categorical":
+                out[name] = self._categorical(name, options, self.data["text"][name], train)
+            elif options["type"] == "numeric":
+                out[name] = self._numeric(name, options, self.data["numeric"][name], train)
+        for name, options in columns.items():
+            if options["type"] == "list":
+                tokens, lengths = self.data["list"][name]
+                shared = next((n for n, o in columns.items() if o["role"] == "cand" and o["type"] == "categorical"
+                               and o["feature"] == options["feature"]), None)
+                if shared is not None:
+                    self.states[name] = {"kind": "shared", "column": shared}
+                    options = dict(options, embedding_dim=columns[shared]["embedding_dim"])
+                    table = self.states[shared]
+                else:
+                    L = self.spec.sequence_length
+                    row_of = np.repeat(np.arange(lengths.size), lengths)
+                    rank = np.arange(tokens.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+                    recent = rank >= np.repeat(lengths, lengths) - L  # the newest L tokens fit the vocabulary
+                    table = self._fit_categorical(name, options, tokens, train[row_of] & recent)
+                out[name] = (self._lookup(name, table, tokens), lengths)
+        return out
+
+    def _fit_categorical(self, name, options, values, train):
+        if name in self.states:
+            return self.states[name]
+        if options["hash_buckets"]:
+            state = {"kind": "hashed", "buckets": options["hash_buckets"], "hash": "farmhash64"}
+        else:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            array = values if isinstance(values, pa.Array) else pa.array(values, pa.string())
+            counts = pc.value_counts(array.filter(pa.array(train)))
+            tokens = np.asarray(counts.field("values").to_numpy(zero_copy_only=False), dtype=object)
+            count = np.asarray(counts.field("counts"), dtype=np.int64)
+            keep = count >= options["min_count"]
+            tokens, count = tokens[keep], count[keep]
+            order = np.lexsort((tokens.astype(str), -count)) if tokens.size else np.zeros(0, np.int64)
+            if options["max_size"] is not None:
+                order = order[: options["max_size"]]
+            state = {"kind": "vocabulary", "tokens": [str(t) for t in tokens[order]]}
+        self.states[name] = state
+        return state
+
+    def _categorical(self, name, options, values, train):
+        return self._lookup(name, self._fit_categorical(name, options, values, train), values)
+
+    def _lookup(self, name, state, values):
+        """ids [n] int32 of raw values under a fitted state (OOV counted in scoring mode)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        array = values if isinstance(values, pa.Array) else pa.array(values, pa.string())
+        if state["kind"] == "hashed":
+            import tensorflow as tf
+
+            if not len(array):
+                return np.zeros(0, np.int32)
+            text = np.asarray(array.to_numpy(zero_copy_only=False), dtype=object)
+            return (tf.strings.to_hash_bucket_fast(text, state["buckets"]).numpy() + 1).astype(np.int32)
+        tokens = state["tokens"]
+        index = pc.index_in(array, value_set=pa.array(tokens, pa.string()))
+        ids = np.asarray(pc.fill_null(index, len(tokens)).to_numpy(zero_copy_only=False), dtype=np.int32) + 1
+        if self.fitted is not None:
+            unknown = ids == len(tokens) + 1
+            self.unknown[name] = {"rows": int(unknown.sum()),
+                                  "values": int(len(pc.unique(array.filter(pa.array(unknown)))))}
+        return ids
+
+    def _numeric(self, name, options, values, train):
+        values = np.where(np.isnan(values), np.nan, values)
+        if options["log1p"]:
+            values = np.sign(values) * np.log1p(np.abs(values))
+        missing = np.isnan(values)
+        state = self.states.get(name)
+        if state is None:
+            present = values[train & ~missing]
+            fill = float(present.mean()) if options["fill"] == "mean" and present.size else float(
+                0.0 if options["fill"] == "mean" else options["fill"])
+            state = {"kind": "numeric", "log1p": options["log1p"], "fill": fill}
+            filled_train = np.where(missing, fill, values)[train]
+            if options["scale"] == "standardize":
+                std = float(filled_train.std()) if filled_train.size else 1.0
+                state.update(mean=float(filled_train.mean()) if filled_train.size else 0.0, std=std if std > 0 else 1.0)
+            if options["buckets"]:
+                quantiles = np.quantile(filled_train, np.arange(1, options["buckets"]) / options["buckets"]) \
+                    if filled_train.size else np.zeros(0)
+                state.update(buckets=options["buckets"], edges=[float(e) for e in np.unique(quantiles)])
+            self.states[name] = state
+        if missing.any():
+            self.count(f"filled {{n}} missing '{name}' value(s) with "
+                       + ("the training mean" if options["fill"] == "mean" else repr(options["fill"])), missing)
+        values = np.where(missing, state["fill"], values)
+        if "edges" in state:
+            return (1 + np.searchsorted(np.asarray(state["edges"]), values, side="right")).astype(np.int32)
+        if "std" in state:
+            values = (values - state["mean"]) / state["std"]
+        return values.astype(np.float32)
+
+    # ------------------------------------------------------------------ samples
+    def _features(self, encoded):
+        """{contract key: [n] array} of the row-level features (user_, cand_, ctx_, num_, derived ctx_)."""
+        features = {}
+        for name, options in self.spec.columns.items():
+            if options["role"] in ("user", "cand", "ctx", "num"):
+                features[f"{options['role']}_{options['feature']}"] = encoded[name]
+        if self.spec.time is not None:
+            local = self.data["time"] + int(self.spec.time["utc_offset_hours"] * 3600)
+            for name in self.spec.time["derive"]:
+                value = (local // 3600) % 24 + 1 if name == "hour" else (local // 86400 + 3) % 7 + 1  # 1 = Monday
+                features[f"ctx_{name}"] = value.astype(np.int32)
+        return features
+
+    def _samples(self, split, encoded, train):
+        spec, data = self.spec, self.data
+        features = self._features(encoded)
+        keep = np.ones(self.rows, bool)
+        store = None
+        if spec.history_from_log():
+            store, start, end = self._log_history(encoded)
+            if self.fitted is None and spec.history["min_length"]:
+                keep = (end - start) >= spec.history["min_length"]
+            features.update(start=start, end=end, user=self.user_code, cand_time=data["time"])
+        elif spec.history is not None:
+            features.update(self._list_history(encoded))
+        features["labels"] = data["label"]
+        features["line"] = data["line"]
+        dropped = np.bincount(data["file"][~keep], minlength=len(self.accounts))
+        self.repaired &= keep  # a repaired row that makes no sample counts as dropped only
+        names = ("all",) if self.fitted is not None else storage.SPLITS
+        samples = {}
+        for code, name in enumerate(names):
+            rows = np.flatnonzero((split == code) & keep)
+            samples[name] = {key: values[rows] for key, values in features.items()}
+            if self.fitted is None and spec.label.get("events") and spec.label["negatives"]:
+                samples[name] = self._with_negatives(samples[name], encoded, train, code)
+        return samples, store, dropped
+
+    def _log_history(self, encoded):
+        """(events {hist key: [E]}, start [n], end [n]): a row's history is events[start:end], its user's
+        rows (those matching history.only) strictly earlier in time."""
+        spec, data = self.spec, self.data
+        is_event = data["rule"] if spec.history["only"] is not None else np.ones(self.rows, bool)
+        event_rows = np.flatnonzero(is_event)
+        columns = {o["feature"]: n for n, o in spec.columns.items() if o["role"] in ("cand", "hist")}
+        store = {f"hist_{field}": encoded[columns[field]][event_rows] for field in spec.history["fields"]}
+        store["hist_time"] = data["time"][event_rows]
+        earliest = int(data["time"].min())
+        if int(data["time"].max()) - earliest >= 2**TIME_BITS or self.user_code.max() >= 2 ** (62 - TIME_BITS):
+            raise ZooError("the log spans more than 544 years or 2**28 users: too large for one sort key")
+        key = (self.user_code << TIME_BITS) | (data["time"] - earliest)
+        event_key = key[event_rows]
+        start = np.searchsorted(event_key, self.user_code << TIME_BITS, side="left")
+        end = np.searchsorted(event_key, key, side="left")  # strictly earlier: same-time events excluded
+        return store, start.astype(np.int64), end.astype(np.int64)
+
+    def _list_history(self, encoded):
+        """{hist key: [n, L] ids}: each list's newest L tokens, left-padded with 0 (newest last)."""
+        L = self.spec.sequence_length
+        out = {}
+        for name, options in self.spec.columns.items():
+            if options["type"] != "list":
+                continue
+            ids, lengths = encoded[name]
+            ends = np.cumsum(lengths)
+            position = ends[:, None] - L + np.arange(L)[None, :]  # [n, L] index into ids
+            valid = position >= (ends - lengths)[:, None]
+            out[f"hist_{options['feature']}"] = np.where(valid, ids[np.clip(position, 0, max(ids.size - 1, 0))]
+                                                         if ids.size else 0, 0).astype(np.int32)
+            longer = lengths > L
+            if longer.any():
+                self.count(f"kept the newest {L} of {{n}} '{name}' list(s) longer than {L}", longer)
+        return out
+
+    def _with_negatives(self, part, encoded, train, code):
+        """Every positive followed by `negatives` rows whose item is drawn uniformly from the other
+        training items (and whose other cand_ features are the drawn item's, as last seen in training)."""
+        spec = self.spec
+        k, item = spec.label["negatives"], spec.item
+        vocabulary = self.states[item]
+        known = len(vocabulary["tokens"])
+        if known < 2:
+            raise ZooError(f"fewer than 2 training items in '{item}': cannot sample negatives")
+        rng = np.random.default_rng([spec.label["seed"], code])
+        item_key = f"cand_{spec.columns[item]['feature']}"
+        positive = part[item_key]
+        drawn = rng.integers(1, known, size=(positive.size, k))  # 1..known-1, then skip the positive's id
+        drawn = np.where(drawn >= positive[:, None], drawn + 1, drawn).astype(np.int32)
+        width = k + 1
+        out = {key: np.repeat(values, width, axis=0) for key, values in part.items()}
+        out[item_key] = np.concatenate([positive[:, None], drawn], axis=1).reshape(-1)
+        item_ids = encoded[item]
+        for name, options in spec.columns.items():
+            key = f"cand_{options['feature']}"
+            if options["role"] != "cand" or name == item:
+                continue
+            attribute = np.zeros(known + 2, np.int32)
+            attribute[item_ids[train]] = encoded[name][train]
+            out[key] = np.concatenate([part[key][:, None], attribute[drawn]], axis=1).reshape(-1)
+        out["labels"] = np.tile(np.eye(1, width, dtype=np.float32)[0], positive.size)
+        return out
+
+    # ------------------------------------------------------------------ schema, account, writing
+    def _schema(self, encoded):
+        if self.fitted is not None:
+            return Schema.from_dict(self.fitted["schema"])
+        spec = self.spec
+        features = []
+
+        def size(name):
+            state = self.states[name]
+            if state["kind"] == "shared":
+                state = self.states[state["column"]]
+            if state["kind"] == "hashed":
+                return state["buckets"] + 2, True
+            if state["kind"] == "numeric":
+                return len(state["edges"]) + 3, False  # ids 1..len(edges)+1, then OOV (unused)
+            return len(state["tokens"]) + 2, False
+
+        by_feature = {(o["role"], o["feature"]): n for n, o in spec.columns.items()}
+        if spec.history_from_log():
+            for field in spec.history["fields"]:
+                name = by_feature.get(("cand", field)) or by_feature[("hist", field)]
+                vocabulary, hashed = size(name)
+                features.append(Feature(field, "hist", vocabulary, spec.columns[name]["embedding_dim"], hashed))
+        for name, options in spec.columns.items():
+            if options["type"] == "list":
+                vocabulary, hashed = size(name)
+                shared = self.states[name].get("column")
+                dim = spec.columns[shared]["embedding_dim"] if shared else options["embedding_dim"]
+                features.append(Feature(options["feature"], "hist", vocabulary, dim, hashed))
+        for role in ("user", "cand", "ctx", "num"):
+            for name, options in spec.columns.items():
+                if options["role"] != role:
+                    continue
+                if role == "num":
+                    features.append(Feature(options["feature"], "num"))
+                else:
+                    vocabulary, hashed = size(name)
+                    features.append(Feature(options["feature"], role, vocabulary, options["embedding_dim"], hashed))
+            if role == "ctx" and spec.time is not None:
+                for name in spec.time["derive"]:
+                    features.append(Feature(name, "ctx", DERIVED_SIZES[name], spec.embedding_dim))
+        return Schema(features=features, sequence_length=spec.sequence_length if any(
+            f.group == "hist" for f in features) else 0, time=spec.history_from_log())
+
+    def _finish(self, dropped, samples):
+        spec = self.spec
+        for index, (path, repairs) in enumerate(self.accounts.items()):
+            for kind, per_file in self.kinds.items():
+                repairs.counts[kind] += int(per_file[index])
+            mine = self.data["file"] == index
+            repairs.repaired += int((self.repaired & mine).sum())
+            repairs.drop(f"made no sample for {{n}} row(s) with fewer than {spec.history and spec.history.get('min_length')} "
+                         "earlier row(s) of their user", int(dropped[index]))
+            for name, unknown in self.unknown.items():
+                repairs.note(f"mapped the '{name}' of {{n}} row(s) to the OOV id (unknown to the fitted preprocessing)",
+                             unknown["rows"])
+            repairs.finish(int(mine.sum()) - int(dropped[index]))
+            if self.verbose is not False:
+                repairs.report()
+        negatives = spec.label.get("negatives", 0) if self.fitted is None else 0
+        if self.fitted is None:
+            vocabulary = self.states.get(spec.item, {}).get("tokens", []) if spec.item else []
+            sample_rate = negatives / (len(vocabulary) - 1) if negatives and len(vocabulary) > 1 else 1.0
+        else:
+            sample_rate = self.fitted["info"].get("sample_rate", 1.0)
+        info = {
+            "spec": spec.to_dict(), "sample_rate": sample_rate, "negatives": negatives,
+            "labeled": bool(self.data["labeled"]),
+            "repairs": " | ".join(r.summary() for r in self.accounts.values()),
+            "accounting": {os.path.basename(p): r.accounting() for p, r in self.accounts.items()},
+            "files": [os.path.abspath(p) for p in self.accounts],
+        }
+        if self.fitted is not None:
+            info["unknown_ids"] = self.unknown
+        return info
+
+    def _write_table(self, schema, samples, info):
+        rows = {}
+        for split, part in samples.items():
+            rows[split] = int(part["labels"].shape[0])
+            for key, values in part.items():
+                storage.save(self.out_dir, f"{split}.{key}", values)
+        storage.write_meta(self.out_dir, "table", schema, rows, info)

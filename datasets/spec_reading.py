@@ -1,0 +1,343 @@
+"""The data-spec engine's reading side: a spec's files as columnar chunks (pyarrow), and each value kind
+(labels, times, numbers, lists) parsed vectorised, with one-line errors naming the file, line and column.
+
+pyarrow's streaming CSV reader (`pyarrow.csv.open_csv`) handles any one-character delimiter, quoting
+(a quoted field may hold the delimiter or a newline), a UTF-8 byte-order mark and blank lines (skipped);
+Parquet is read by row groups and JSON lines by blocks. Every column is read as text (CSV) or in its own
+type (Parquet, JSON) and converted here, so a CSV and a Parquet copy of one log give the same values.
+
+Line numbers: a CSV row's line is its data-row index + 1 (+ 1 for the header line); a field holding a
+quoted newline shifts the lines after it (the row index is still exact). Parquet and JSON rows are
+numbered from 1.
+"""
+
+import csv
+import glob
+import io
+import os
+
+import numpy as np
+
+from zoo.errors import ZooError
+
+BLOCK_BYTES = 16 * 2**20
+SUFFIXES = {"csv": (".csv", ".tsv", ".txt", ".gz", ".bz2"), "parquet": (".parquet", ".pq"),
+            "jsonl": (".jsonl", ".json", ".ndjson")}
+
+
+def source_files(path, fmt):
+    """The files of a data path: one file, a glob, or a folder's files of the source format (name order)."""
+    path = os.fspath(path)
+    if os.path.isfile(path):
+        return [path]
+    if os.path.isdir(path):
+        files = sorted(os.path.join(path, name) for name in os.listdir(path)
+                       if name.lower().endswith(SUFFIXES[fmt]) and not name.startswith("."))
+        if not files:
+            raise ZooError(f"{path}: the folder holds no {fmt} file ({', '.join(SUFFIXES[fmt])})")
+        return files
+    files = sorted(f for f in glob.glob(path) if os.path.isfile(f))
+    if not files:
+        raise ZooError(f"{path}: no such file, folder or matching files")
+    return files
+
+
+class Chunk:
+    """Rows of one file: `columns` {name: pyarrow array}, `first_line` of its first row, `file`."""
+
+    def __init__(self, file, columns, first_line, rows):
+        self.file, self.columns, self.first_line, self.rows = file, columns, first_line, rows
+
+    def line(self, index):
+        return self.first_line + int(index)
+
+    def lines(self):
+        return self.first_line + np.arange(self.rows, dtype=np.int64)
+
+    def error(self, index, column, message):
+        raise ZooError(f"{self.file}, line {self.line(index)}: column '{column}' {message}")
+
+
+def _csv_header(path, source):
+    """The column names of a CSV file (its header line, or the spec's column_names)."""
+    if not source["header"]:
+        return list(source["column_names"])
+    with open(path, "rb") as stream:
+        first = stream.readline().decode("utf-8-sig", "replace")
+    if not first.strip():
+        raise ZooError(f"{path}: the file is empty (a header line was expected)")
+    reader = csv.reader(io.StringIO(first), delimiter=source["delimiter"], quotechar=source["quote"] or '"',
+                        quoting=csv.QUOTE_MINIMAL if source["quote"] else csv.QUOTE_NONE)
+    return [name.strip() for name in next(reader)]
+
+
+def file_columns(path, source):
+    """The column names a file holds."""
+    if source["format"] == "csv":
+        return _csv_header(path, source)
+    if source["format"] == "parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            return list(pq.ParquetFile(path).schema_arrow.names)
+        except Exception as error:  # noqa: BLE001  pyarrow raises several kinds for a bad file
+            raise ZooError(f"{path}: not a Parquet file ({str(error).splitlines()[0]})") from None
+    with open(path, "rb") as stream:
+        first = stream.readline()
+    import json
+
+    try:
+        row = json.loads(first)
+    except ValueError:
+        raise ZooError(f"{path}, line 1: not a JSON object per line") from None
+    if not isinstance(row, dict):
+        raise ZooError(f"{path}, line 1: not a JSON object per line")
+    return list(row)
+
+
+def check_columns(path, source, wanted, optional=()):
+    """Refuses a file that lacks a column the spec names (one line, with the file's columns)."""
+    have = file_columns(path, source)
+    duplicated = sorted({name for name in have if have.count(name) > 1})
+    if duplicated:
+        raise ZooError(f"{path}: column name(s) {', '.join(duplicated)} appear twice in the header")
+    for name in wanted:
+        if name not in have and name not in optional:
+            raise ZooError(f"{path}: column '{name}' named in the spec is absent (columns: {', '.join(have)})")
+    return [name for name in wanted if name in have]
+
+
+def read_chunks(path, source, columns, repairs):
+    """Yields the `Chunk`s of one file holding `columns`; counts its rows in `repairs.read`."""
+    import pyarrow as pa
+
+    fmt = source["format"]
+    line = 2 if fmt == "csv" and source["header"] else 1
+    if fmt == "csv":
+        import pyarrow.csv as pcsv
+
+        def invalid(row):
+            raise ZooError(
+                f"{path}: a row has {row.actual_columns} fields where the file has {row.expected_columns}: "
+                f"{row.text[:80]!r}"
+            )
+
+        names = _csv_header(path, source)
+        try:
+            reader = pcsv.open_csv(
+                path,
+                read_options=pcsv.ReadOptions(column_names=None if source["header"] else names,
+                                              block_size=BLOCK_BYTES),
+                parse_options=pcsv.ParseOptions(delimiter=source["delimiter"], quote_char=source["quote"] or False,
+                                                newlines_in_values=bool(source["quote"]), invalid_row_handler=invalid),
+                convert_options=pcsv.ConvertOptions(column_types={name: pa.string() for name in columns},
+                                                    include_columns=columns, strings_can_be_null=False,
+                                                    quoted_strings_can_be_null=False),
+            )
+            batches = iter(reader)
+        except pa.ArrowInvalid as error:
+            raise ZooError(f"{path}: not a readable CSV ({str(error).splitlines()[0]})") from None
+    elif fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        batches = pq.ParquetFile(path).iter_batches(columns=columns, batch_size=65536)
+    else:
+        import pyarrow.json as pj
+
+        try:
+            batches = iter(pj.open_json(path, read_options=pj.ReadOptions(block_size=BLOCK_BYTES)))
+        except pa.ArrowInvalid as error:
+            raise ZooError(f"{path}: not JSON lines ({str(error).splitlines()[0]})") from None
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            break
+        except pa.ArrowInvalid as error:
+            raise ZooError(f"{path}: unreadable after line {line - 1} ({str(error).splitlines()[0]})") from None
+        if not batch.num_rows:
+            continue
+        have = set(batch.schema.names)
+        chunk_columns = {name: batch.column(name) for name in columns if name in have}
+        for name in columns:  # a JSON block may lack a key no row of it has
+            if name not in have:
+                chunk_columns[name] = pa.nulls(batch.num_rows, pa.string())
+        repairs.read += batch.num_rows
+        yield Chunk(path, chunk_columns, line, batch.num_rows)
+        line += batch.num_rows
+
+
+# ---------------------------------------------------------------------------------------- values
+def as_text(array):
+    """Strings (numbers as their text, null as ''): categorical values."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if pa.types.is_floating(array.type):  # 3.0 -> "3": an id written as a float in Parquet/JSON
+        whole = pc.equal(array, pc.floor(array))
+        array = pc.if_else(whole, pc.cast(pc.cast(array, pa.int64(), safe=False), pa.string()),
+                           pc.cast(array, pa.string()))
+    elif not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
+        if pa.types.is_dictionary(array.type):
+            array = array.dictionary_decode()
+        if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
+            array = pc.cast(array, pa.string())
+    return pc.fill_null(array, "").cast(pa.string())
+
+
+def _first_bad(chunk, column, values, convert, what):
+    for index, value in enumerate(values.to_pylist()):
+        if value in (None, ""):
+            continue
+        try:
+            convert(value)
+        except (ValueError, TypeError, OverflowError):
+            chunk.error(index, column, f"should be {what}, found {str(value)[:40]!r}")
+    raise ZooError(f"{chunk.file}: column '{column}' holds a value that is not {what}")
+
+
+def as_numbers(chunk, column):
+    """float64 [n]: NaN where the value is empty or null; a value that is not a finite number is refused."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    array = chunk.columns[column]
+    if pa.types.is_boolean(array.type) or pa.types.is_integer(array.type) or pa.types.is_floating(array.type):
+        values = pc.cast(array, pa.float64()).to_numpy(zero_copy_only=False)
+    else:
+        text = pc.utf8_trim_whitespace(as_text(array))
+        try:
+            values = pc.cast(pc.if_else(pc.equal(text, ""), None, text), pa.float64()).to_numpy(zero_copy_only=False)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            _first_bad(chunk, column, text, float, "a number")
+    values = np.asarray(values, dtype=np.float64)
+    bad = np.isinf(values)
+    if bad.any():
+        chunk.error(int(np.flatnonzero(bad)[0]), column, "should be a finite number, found an infinity")
+    return values
+
+
+def rule_holds(chunk, rule):
+    """bool [n]: the rule {column, op, value} on each row (numbers compared as numbers, else as text)."""
+    import operator
+
+    ops = {"==": operator.eq, "!=": operator.ne, ">=": operator.ge, ">": operator.gt, "<=": operator.le,
+           "<": operator.lt}
+    if isinstance(rule["value"], str):
+        values = np.asarray(as_text(chunk.columns[rule["column"]]).to_numpy(zero_copy_only=False), dtype=object)
+        return np.asarray(ops[rule["op"]](values, rule["value"]), dtype=bool)
+    values = as_numbers(chunk, rule["column"])
+    return ops[rule["op"]](values, rule["value"]) & ~np.isnan(values)
+
+
+def labels(chunk, label, repairs):
+    """(float32 labels [n], kept [n] bool): an empty label drops its row (counted); a 0/1 column's other
+    values are refused with one line."""
+    if label.get("events"):
+        return np.ones(chunk.rows, np.float32), np.ones(chunk.rows, bool)
+    column = label["column"]
+    values = as_numbers(chunk, column)
+    empty = np.isnan(values)
+    repairs.drop(f"dropped {{n}} row(s) with an empty '{column}'", int(empty.sum()))
+    if "op" in label:
+        return rule_holds(chunk, label).astype(np.float32), ~empty
+    bad = ~empty & (values != 0) & (values != 1)
+    if bad.any():
+        index = int(np.flatnonzero(bad)[0])
+        chunk.error(index, column, f"should be a 0/1 label, found {values[index]!r} "
+                                   "(give the label a rule: {\"column\", \"op\", \"value\"})")
+    return values.astype(np.float32), ~empty
+
+
+def times(chunk, time, repairs):
+    """(int64 unix seconds [n], kept [n] bool): an unparseable time is an error or dropped (counted)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    column, fmt = time["column"], time["format"]
+    array = chunk.columns[column]
+    seconds = np.zeros(chunk.rows, np.int64)
+    if pa.types.is_timestamp(array.type):
+        valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        values = pc.cast(array.cast(pa.timestamp("ns", tz=array.type.tz)), pa.int64()).to_numpy(zero_copy_only=False)
+        seconds = np.where(valid, np.nan_to_num(values) // 10**9, 0).astype(np.int64)
+    elif fmt in ("unix_s", "unix_ms"):
+        numbers = np.full(chunk.rows, np.nan)
+        try:
+            numbers = as_numbers(chunk, column)
+        except ZooError:
+            if time["on_error"] == "error":
+                raise
+            text = as_text(array).to_numpy(zero_copy_only=False)
+            numbers = np.array([_float_or_nan(t) for t in text])
+        valid = ~np.isnan(numbers)
+        scale = 1000 if fmt == "unix_ms" else 1
+        seconds = np.where(valid, np.floor(np.nan_to_num(numbers) / scale), 0).astype(np.int64)
+    else:
+        text = pc.utf8_trim_whitespace(as_text(array))
+        if fmt == "iso8601":
+            zoned = pc.match_substring_regex(text, r"(Z|[+-]\d\d:?\d\d)$")
+            parsed = np.zeros(chunk.rows, np.int64)
+            valid = np.zeros(chunk.rows, bool)
+            for mask, kind in ((zoned, pa.timestamp("ns", tz="UTC")), (pc.invert(zoned), pa.timestamp("ns"))):
+                index = np.flatnonzero(np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool))
+                if not index.size:
+                    continue
+                subset = text.take(pa.array(index))
+                try:
+                    values = pc.cast(pc.cast(subset, kind), pa.int64()).to_numpy(zero_copy_only=False)
+                    parsed[index], valid[index] = values // 10**9, True
+                except pa.ArrowInvalid:
+                    for i, value in zip(index, subset.to_pylist()):
+                        try:
+                            one = pc.cast(pa.array([value]), kind).cast(pa.int64())[0].as_py()
+                            parsed[i], valid[i] = one // 10**9, True
+                        except pa.ArrowInvalid:
+                            pass
+            seconds = parsed
+        else:
+            parsed = pc.strptime(text, format=fmt, unit="s", error_is_null=True)
+            valid = np.asarray(parsed.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+            seconds = np.where(valid, pc.cast(pc.fill_null(parsed.cast(pa.int64()), 0), pa.int64())
+                               .to_numpy(zero_copy_only=False), 0).astype(np.int64)
+    bad = ~valid | (seconds < 0)
+    if bad.any():
+        index = int(np.flatnonzero(bad)[0])
+        if time["on_error"] == "error":
+            shown = chunk.columns[column].slice(index, 1).to_pylist()[0]
+            what = {"unix_s": "unix seconds", "unix_ms": "unix milliseconds", "iso8601": "an ISO 8601 time"}
+            chunk.error(index, column, f"should be {what.get(fmt, 'a time ' + repr(fmt))} (>= 1970), found "
+                                       f"{str(shown)[:40]!r} (or set time.on_error to 'drop')")
+        repairs.drop(f"dropped {{n}} row(s) with an unreadable '{column}'", int(bad.sum()))
+    return seconds, ~bad
+
+
+def _float_or_nan(text):
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def token_lists(chunk, column, separator):
+    """(flat tokens [T] object, lengths [n]): a list per row, oldest first; empty tokens are skipped."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    array = chunk.columns[column]
+    if pa.types.is_list(array.type) or pa.types.is_large_list(array.type):
+        lists = pc.fill_null(array, pa.scalar([], array.type))
+        flat = as_text(pc.list_flatten(lists))
+        lengths = pc.list_value_length(lists).to_numpy(zero_copy_only=False)
+    else:
+        if separator is None:
+            raise ZooError(f"{chunk.file}: column '{column}' holds text, not lists: give it a 'separator'")
+        lists = pc.split_pattern(as_text(array), separator)
+        flat = pc.list_flatten(lists)
+        lengths = pc.list_value_length(lists).to_numpy(zero_copy_only=False)
+    tokens = np.asarray(pc.utf8_trim_whitespace(flat).to_numpy(zero_copy_only=False), dtype=object)
+    keep = tokens != ""
+    row_of = np.repeat(np.arange(chunk.rows), np.asarray(lengths, dtype=np.int64))
+    lengths = np.bincount(row_of[keep], minlength=chunk.rows).astype(np.int64)
+    return tokens[keep], lengths
+
