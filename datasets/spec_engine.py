@@ -65,10 +65,7 @@ def _read(spec, files, scoring):
             else:
                 label, keep = spec_reading.labels(chunk, spec.label, repairs)
             if spec.time is not None:
-                time, kept_time = spec_reading.times(chunk, spec.time, repairs)
-                both = keep & ~kept_time
-                if both.any():  # a row dropped for two reasons counts once (as its label's)
-                    repairs.dropped -= int(both.sum())
+                time, kept_time = spec_reading.times(chunk, spec.time, repairs, keep)
                 keep &= kept_time
                 parts["time"].append(time[keep])
             parts["label"].append(label[keep])

@@ -244,13 +244,14 @@ def labels(chunk, label, repairs):
     bad = ~empty & (values != 0) & (values != 1)
     if bad.any():
         index = int(np.flatnonzero(bad)[0])
-        chunk.error(index, column, f"should be a 0/1 label, found {values[index]!r} "
+        chunk.error(index, column, f"should be a 0/1 label, found {chunk.columns[column].slice(index, 1).to_pylist()[0]!r} "
                                    "(give the label a rule: {\"column\", \"op\", \"value\"})")
     return values.astype(np.float32), ~empty
 
 
-def times(chunk, time, repairs):
-    """(int64 unix seconds [n], kept [n] bool): an unparseable time is an error or dropped (counted)."""
+def times(chunk, time, repairs, alive):
+    """(int64 unix seconds [n], kept [n] bool): an unparseable time of a row still `alive` (not dropped
+    already) is an error or dropped (counted)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -300,7 +301,7 @@ def times(chunk, time, repairs):
             valid = np.asarray(parsed.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
             seconds = np.where(valid, pc.cast(pc.fill_null(parsed.cast(pa.int64()), 0), pa.int64())
                                .to_numpy(zero_copy_only=False), 0).astype(np.int64)
-    bad = ~valid | (seconds < 0)
+    bad = (~valid | (seconds < 0)) & alive
     if bad.any():
         index = int(np.flatnonzero(bad)[0])
         if time["on_error"] == "error":

@@ -1,0 +1,278 @@
+import csv
+import json
+import os
+import unittest
+
+import numpy as np
+
+from tests.impression_logs import impression_spec, write_impression_log
+from tests.testing import SHARED_DATA, TestCase
+from zoo.datasets import prepare, read_preprocessing
+from zoo.errors import ZooError
+
+USER_BEHAVIOR = SHARED_DATA / "taobao-userbehavior" / "UserBehavior.csv"
+
+
+def read_log(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def seconds(text):
+    import datetime
+
+    return int(datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp())
+
+
+def everything(processed, split):
+    features, labels = processed.take(split, np.arange(processed.num_rows(split)))
+    return features, labels[:, 0], processed.source_lines(split)
+
+
+class ImpressionLogTest(TestCase):
+    """A CSV impression log with a header, quoted titles holding commas, ISO times and a 0/1 label."""
+
+    def setUp(self):
+        super().setUp()
+        self.folder = self.get_temp_dir()
+        self.path = write_impression_log(os.path.join(self.folder, "log.csv"), rows=240, users=12, items=30)
+        self.rows = read_log(self.path)
+
+    def prepare(self, spec=None, path=None, **kwargs):
+        return prepare(spec or impression_spec(sequence_length=4), path or self.path,
+                       cache_dir=os.path.join(self.folder, "cache"), verbose=False, **kwargs)
+
+    def test_rows_become_the_contract_with_strictly_earlier_histories(self):
+        processed = self.prepare()
+        state = processed.preprocessing()
+        tokens = state["fitted"]["item_id"]["tokens"]
+        item_id = {token: i + 1 for i, token in enumerate(tokens)}
+        oov = len(tokens) + 1
+        times = np.array([seconds(r["ts"]) for r in self.rows])
+        users = np.array([r["user_id"] for r in self.rows])
+        cut = np.sort(times)[[int(240 * 0.8), int(240 * 0.9)]]
+        train = times < cut[0]
+        # the vocabulary: training rows only, by descending count, ties by token
+        counts = {}
+        for row in np.array(self.rows)[train]:
+            counts[row["item_id"]] = counts.get(row["item_id"], 0) + 1
+        self.assertEqual(tokens, sorted(counts, key=lambda t: (-counts[t], t)))
+        prices = np.array([np.log1p(float(r["price"])) if r["price"] else np.nan for r in self.rows])
+        fill = np.nanmean(prices[train])
+        seen = 0
+        for split, code in (("train", 0), ("validation", 1), ("test", 2)):
+            features, labels, lines = everything(processed, split)
+            index = lines - 2  # header on line 1
+            expected_split = np.where(times < cut[0], 0, np.where(times < cut[1], 1, 2))
+            self.assertTrue(np.all(expected_split[index] == code))
+            seen += index.size
+            np.testing.assert_array_equal(labels, [float(self.rows[i]["clicked"]) for i in index])
+            np.testing.assert_allclose(features["num_price"], np.where(np.isnan(prices[index]), fill, prices[index]),
+                                       rtol=1e-6)
+            for k, i in enumerate(index):
+                earlier = np.flatnonzero((users == users[i]) & (times < times[i]))
+                earlier = earlier[np.argsort(times[earlier], kind="stable")][-4:]
+                expected = [item_id.get(self.rows[j]["item_id"], oov) for j in earlier]
+                self.assertEqual(list(features["hist_item_id"][k][4 - len(expected):]), expected)
+                self.assertTrue(np.all(features["hist_item_id"][k][: 4 - len(expected)] == 0))
+                self.assertEqual(list(features["hist_time"][k][4 - len(expected):]), list(times[earlier]))
+                self.assertEqual(features["cand_item_id"][k, 0], item_id.get(self.rows[i]["item_id"], oov))
+                self.assertEqual(features["cand_time"][k, 0], times[i])
+        self.assertEqual(seen, 240)
+        account = processed.info["accounting"]["log.csv"]
+        self.assertEqual(account["read"], account["kept"] + account["repaired"] + account["dropped"])
+        self.assertEqual(account["repaired"], sum(1 for r in self.rows if not r["price"]))
+        self.assertEqual(processed.schema.feature("cand_title").vocabulary_size,
+                         len(state["fitted"]["title"]["tokens"]) + 2)
+        self.assertIn('Item 0, size 0, "deluxe"', state["fitted"]["title"]["tokens"] + ["Item 0, size 0, \"deluxe\""])
+        self.assertTrue(any(", size" in t for t in state["fitted"]["title"]["tokens"]))
+
+    def test_shards_parquet_and_json_lines_give_the_same_data(self):
+        import pyarrow.csv as pcsv
+        import pyarrow.parquet as pq
+
+        reference = self.prepare()
+        shards = os.path.join(self.folder, "shards")
+        os.makedirs(shards)
+        with open(self.path) as f:
+            header, *lines = f.read().splitlines(keepends=True)
+        for k in range(4):
+            with open(os.path.join(shards, f"part-{k}.csv"), "w") as f:
+                f.write(header + "".join(lines[k * 60:(k + 1) * 60]))
+        table = pcsv.read_csv(self.path)  # typed columns: clicked int64, ts timestamp, price double with nulls
+        parquet = os.path.join(self.folder, "log.parquet")
+        pq.write_table(table, parquet)
+        jsonl = os.path.join(self.folder, "log.jsonl")
+        with open(jsonl, "w") as f:
+            for row in self.rows:
+                f.write(json.dumps(dict(row, clicked=int(row["clicked"]),
+                                        price=float(row["price"]) if row["price"] else None)) + "\n")
+        for path, fmt in ((shards, "csv"), (parquet, "parquet"), (jsonl, "jsonl")):
+            spec = impression_spec(sequence_length=4)
+            spec["source"] = {"format": fmt} if fmt != "csv" else spec["source"]
+            other = self.prepare(spec, path)
+            self.assertEqual(other.rows, reference.rows, fmt)
+            self.assertEqual(other.preprocessing()["fitted"], reference.preprocessing()["fitted"], fmt)
+            for split in reference.rows:
+                a, a_labels, _ = everything(reference, split)
+                b, b_labels, _ = everything(other, split)
+                np.testing.assert_array_equal(a_labels, b_labels)
+                for key in a:
+                    np.testing.assert_array_equal(a[key], b[key], err_msg=f"{fmt} {split} {key}")
+
+    def test_a_fitted_contract_scores_new_rows_with_unknown_values_counted(self):
+        fitted = self.prepare().preprocessing()
+        later = write_impression_log(os.path.join(self.folder, "later.csv"), rows=60, users=12, items=30, seed=3,
+                                     start="2024-03-20T00:00:00Z", days=2, unseen_from=25)
+        processed = self.prepare(None, later, preprocessing=fitted)
+        self.assertEqual(list(processed.rows), ["all"])
+        self.assertEqual(processed.rows["all"], 60)
+        features, labels, lines = everything(processed, "all")
+        new = {i for i, r in enumerate(read_log(later)) if r["item_id"].startswith("new-")}
+        oov = processed.schema.feature("cand_item_id").vocabulary_size - 1
+        np.testing.assert_array_equal(features["cand_item_id"][:, 0] == oov, np.isin(lines - 2, list(new)))
+        self.assertEqual(processed.info["unknown_ids"]["item_id"]["rows"], len(new))
+        self.assertTrue(processed.info["labeled"])
+        self.assertEqual(processed.schema, self.prepare().schema)
+
+    def test_bad_input_is_one_line_naming_file_line_and_column(self):
+        def fails(spec, text, pattern):
+            path = os.path.join(self.folder, "bad.csv")
+            with open(path, "w") as f:
+                f.write(text)
+            with self.assertRaisesRegex(ZooError, pattern) as raised:
+                self.prepare(spec, path)
+            self.assertEqual(len(str(raised.exception).splitlines()), 1)
+
+        header = "clicked,ts,item_id,title,user_id,price,category,device\n"
+        good = '0,2024-03-01T08:00:00Z,a,"t, 1",u1,1.5,c,ios\n'
+        fails(None, header + good + '2,2024-03-01T09:00:00Z,a,t,u1,1,c,ios\n',
+              r"bad\.csv, line 3: column 'clicked' should be a 0/1 label, found '2'")
+        fails(None, header + good + "1,yesterday,a,t,u1,1,c,ios\n",
+              r"bad\.csv, line 3: column 'ts' should be an ISO 8601 time .*'yesterday'")
+        fails(None, header + good + "1,2024-03-01T09:00:00Z,a,t,u1,cheap,c,ios\n",
+              r"bad\.csv, line 3: column 'price' should be a number, found 'cheap'")
+        fails(None, header.replace(",device", "") + good.replace(",ios", ""),
+              r"bad\.csv: column 'device' named in the spec is absent \(columns: clicked, ts,")
+        spec = impression_spec()
+        spec["colums"] = spec.pop("columns")
+        with self.assertRaisesRegex(ZooError, r"^spec unknown key 'colums' \(did you mean 'columns'\?\)$"):
+            self.prepare(spec)
+
+    def test_dropped_times_and_empty_labels_are_counted(self):
+        path = os.path.join(self.folder, "gaps.csv")
+        with open(path, "w") as f:
+            f.write("clicked,ts,item_id,title,user_id,price,category,device\n")
+            for k in range(20):
+                ts = "never" if k in (3, 7) else f"2024-03-01T08:{k:02d}:00Z"
+                label = "" if k == 5 else str(k % 2)
+                f.write(f"{label},{ts},i{k % 4},t,u{k % 3},{'' if k == 9 else 2},c,web\n")
+        spec = impression_spec()
+        spec["time"]["on_error"] = "drop"
+        processed = self.prepare(spec, path)
+        account = processed.info["accounting"]["gaps.csv"]
+        self.assertEqual((account["read"], account["dropped"], account["repaired"]), (20, 3, 1))
+        self.assertEqual(account["kept"], 16)
+        self.assertEqual(sum(processed.rows.values()), 17)
+        self.assertIn("dropped 2 row(s) with an unreadable 'ts'", processed.info["repairs"])
+
+    def test_a_list_column_history_keeps_the_newest_l_and_counts_the_cut(self):
+        path = os.path.join(self.folder, "ads.csv")
+        with open(path, "w") as f:
+            f.write("clk,ad,seq,ts\n1,a,x^y^z^a^b,1700000000\n0,b,,1700000100\n1,c,b^a,1700000200\n0,a,z,1700000300\n")
+        spec = {"label": {"column": "clk"}, "time": {"column": "ts"},
+                "columns": {"ad": {"role": "cand", "feature": "item_id"},
+                            "seq": {"role": "hist", "separator": "^", "feature": "item_id"}},
+                "history": {"from": "columns"}, "sequence_length": 3,
+                "split": {"by": "order", "fractions": [0.5, 0.25, 0.25]}}
+        processed = self.prepare(spec, path)
+        features, _, _ = everything(processed, "train")
+        tokens = processed.preprocessing()["fitted"]["ad"]["tokens"]  # shared with the list: train ads only
+        self.assertEqual(sorted(tokens), ["a", "b"])
+        ids = {t: i + 1 for i, t in enumerate(tokens)}
+        oov = len(tokens) + 1
+        np.testing.assert_array_equal(features["hist_item_id"],
+                                      [[oov, ids["a"], ids["b"]], [0, 0, 0]])  # z, a, b: newest 3, z unknown
+        self.assertIn("kept the newest 3 of 1 'seq' list(s) longer than 3", processed.info["repairs"])
+        self.assertFalse(processed.schema.time)
+
+    def test_splits_by_date_random_user_and_rule_labels(self):
+        spec = impression_spec(split={"by": "date", "validation": "2024-03-08", "test": "2024-03-10"})
+        processed = self.prepare(spec)
+        times = np.array([seconds(r["ts"]) for r in self.rows])
+        boundary = seconds("2024-03-08T00:00:00Z")
+        self.assertEqual(processed.rows["train"], int((times < boundary).sum()))
+        spec = impression_spec(split={"by": "user", "fractions": [0.5, 0.25, 0.25]})
+        spec["label"] = {"column": "price", "op": ">=", "value": 20}
+        processed = self.prepare(spec)
+        features, labels, lines = everything(processed, "train")
+        prices = [self.rows[i]["price"] for i in lines - 2]
+        np.testing.assert_array_equal(labels, [float(p != "" and float(p) >= 20) for p in prices])
+        users = np.array([r["user_id"] for r in self.rows])
+        for user in set(users):
+            mine = np.flatnonzero((users == user) & np.array([r["price"] != "" for r in self.rows]))  # labelled
+            self.assertEqual(int(np.isin(lines - 2, mine).sum()), int(np.floor(mine.size * 0.5)))
+        spec = impression_spec(split={"by": "random", "fractions": [0.5, 0.5, 0.0], "seed": 3})
+        processed = self.prepare(spec)
+        self.assertEqual(processed.rows["test"], 0)
+        self.assertAlmostEqual(processed.rows["train"] / 240, 0.5, delta=0.1)
+
+
+@unittest.skipUnless(USER_BEHAVIOR.exists(), "shared Taobao UserBehavior sample not available")
+class EventLogTest(TestCase):
+    """Taobao UserBehavior with a header and reordered columns, as an event log with sampled negatives."""
+
+    def test_events_become_positives_with_sampled_negatives(self):
+        folder = self.get_temp_dir()
+        path = os.path.join(folder, "behaviours.csv")
+        raw = []
+        with open(USER_BEHAVIOR) as source:
+            for line in source.readlines()[:3000]:
+                raw.append(line.strip().split(","))
+        with open(path, "w") as f:
+            f.write("ts,behavior_type,item_id,user_id,category_id\n")
+            for user, item, category, behaviour, ts in raw:
+                f.write(f"{ts},{behaviour},{item},{user},{category}\n")
+        spec = {
+            "label": {"events": True, "negatives": 1, "seed": 0},
+            "time": {"column": "ts", "format": "unix_s", "utc_offset_hours": 8, "derive": ["hour"]},
+            "user": "user_id", "item": "item_id",
+            "columns": {"user_id": {"role": "user"}, "item_id": {"role": "cand"},
+                        "category_id": {"role": "cand", "feature": "category"},
+                        "behavior_type": {"role": "hist", "feature": "behavior"}},
+            "history": {"from": "log", "fields": ["item_id", "category", "behavior"], "min_length": 1},
+            "sequence_length": 20, "split": {"by": "time", "fractions": [0.8, 0.1, 0.1]},
+        }
+        processed = prepare(spec, path, cache_dir=os.path.join(folder, "cache"), verbose=False)
+        state = processed.preprocessing()
+        items = len(state["fitted"]["item_id"]["tokens"])
+        self.assertAlmostEqual(processed.info["sample_rate"], 1 / (items - 1))
+        users = np.array([r[0] for r in raw])
+        times = np.array([int(r[4]) for r in raw])
+        first = sum(1 for i in range(len(raw)) if not np.any((users == users[i]) & (times < times[i])))
+        self.assertEqual(sum(processed.rows.values()), 2 * (len(raw) - first))
+        self.assertIn(f"made no sample for {first} row(s)", processed.info["repairs"])
+        features, labels, _ = everything(processed, "train")
+        np.testing.assert_array_equal(labels, np.tile([1.0, 0.0], labels.size // 2))
+        positive, negative = features["cand_item_id"][0::2, 0], features["cand_item_id"][1::2, 0]
+        self.assertTrue(np.all(positive != negative) and np.all((negative >= 1) & (negative <= items)))
+        np.testing.assert_array_equal(features["hist_item_id"][0::2], features["hist_item_id"][1::2])
+        valid = features["hist_item_id"] > 0
+        self.assertTrue(np.all(features["hist_time"][valid] < np.broadcast_to(features["cand_time"], valid.shape)[valid]))
+        self.assertTrue(np.all(valid.sum(1) >= 1))
+        hours = ((features["cand_time"][:, 0] + 8 * 3600) // 3600) % 24 + 1
+        np.testing.assert_array_equal(features["ctx_hour"], hours)
+        self.assertEqual(processed.schema.feature("hist_behavior").vocabulary_size, 6)  # pv fav cart buy + pad, OOV
+        # and a model trains on it
+        import zoo
+
+        model = zoo.get("din", schema=processed.schema, attention_units=(4,), mlp_units=(8,))
+        model.compile(optimizer="adam", loss="binary_crossentropy")
+        batch = {k: v[:64] for k, v in features.items()}
+        loss = model.train_on_batch(batch, labels[:64, None])
+        self.assertTrue(np.isfinite(float(np.asarray(loss).reshape(-1)[0])))
+        self.assertEqual(read_preprocessing(state)["spec"]["label"]["negatives"], 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
