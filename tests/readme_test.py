@@ -43,6 +43,8 @@ SMALL = {
     "--rows 20000 --recipe suan": "--rows 256 --epochs 1 --recipe suan",
     "--recipe rest --out runs/rest": "--recipe rest --rows 1000 --epochs 1 --out runs/rest",
     "--search k --search r --max-trials 4": "--search k --search r --max-trials 1 --rows 256",
+    "evaluate rest_movielens --data movielens --path ml-100k/": "evaluate rest_movielens --data movielens --path "
+                                                                 "ml-100k/ --rows 1000",
 }
 # README paths of raw data files -> (what the test writes instead, the shared sample that needs).
 CRITEO = SHARED_DATA / "deepctr" / "criteo_sample.txt"
@@ -60,6 +62,12 @@ YOURS = {
     "ml-100k/u.item": (MOVIELENS / "u.item", None),
     "ml-100k/u.user": (MOVIELENS / "u.user", None),
     "my_ratings/u.data": (MOVIELENS / "u.data", 500),
+}
+
+# Files the README calls yours that no sample holds: an impression log (tests/impression_logs.py).
+GENERATED = {
+    "my_logs/impressions.csv": dict(rows=600),
+    "my_logs/later.csv": dict(rows=200, seed=1, start="2024-03-11T08:00:00Z", days=3, unseen_from=70),
 }
 
 
@@ -132,6 +140,11 @@ class ReadmeTest(TestCase):
         cwd = os.getcwd()
         os.chdir(folder)
         self.addCleanup(os.chdir, cwd)
+        from tests.impression_logs import write_impression_log
+
+        for path, options in GENERATED.items():
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            write_impression_log(path, **options)
         for path, (sample, lines) in YOURS.items():
             if sample.exists():
                 os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -457,7 +457,14 @@ def _spec(args):
 
     spec = spec_draft.draft(args.file, label=args.label, time=args.time, user=args.user, item=args.item,
                             sample_rows=args.sample_rows, sequence_length=args.sequence_length)
-    print(json.dumps(spec, indent=2))
+    text = json.dumps(spec, indent=2)
+    if args.out is None:
+        print(text)
+        return
+    with open(args.out, "w") as f:
+        f.write(text + "\n")
+    guesses = sum(note.startswith("guess") or "; guess" in note for note in spec["notes"].values())
+    print(f"wrote {args.out}: {len(spec['columns'])} column(s); {guesses} guess(es) noted in its 'notes' to check")
 
 
 def _tune(args):
@@ -607,6 +614,7 @@ def _parser():
     draft.add_argument("--item", help="the item key column")
     draft.add_argument("--sample-rows", type=int, default=10_000, help="rows to sample (default 10000)")
     draft.add_argument("--sequence-length", type=int, default=50, help="history length L (default 50)")
+    draft.add_argument("--out", help="write the spec to this file (default: print it)")
     draft.set_defaults(run=_spec)
 
     export = commands.add_parser("export", help=_export.__doc__)

@@ -56,6 +56,54 @@ class Interrupted(Exception):
     pass
 
 
+class YourOwnDataTest(TestCase):
+    """An impression log with a header, string ids, quoted titles and ISO times: spec draft, then fit,
+    evaluate on later rows and score, each reading the data contract the preset carries."""
+
+    def test_draft_fit_evaluate_score(self):
+        from tests.impression_logs import write_impression_log
+
+        folder = self.get_temp_dir()
+        log = write_impression_log(os.path.join(folder, "log.csv"), rows=400)
+        later = write_impression_log(os.path.join(folder, "later.csv"), rows=120, seed=1,
+                                     start="2024-03-11T08:00:00Z", days=2, unseen_from=70)
+        spec = os.path.join(folder, "spec.json")
+        status, out, err = run("spec", "draft", log, "--label", "clicked", "--time", "ts", "--user", "user_id",
+                               "--item", "item_id", "--sequence-length", "8", "--out", spec)
+        self.assertEqual(status, 0, err)
+        self.assertIn("guess(es) noted", out)
+        drafted = json.loads(Path(spec).read_text())
+        self.assertEqual(drafted["history"]["fields"][0], "item_id")
+        self.assertEqual(drafted["columns"]["title"]["role"], "cand")  # constant per item: an item attribute
+        for model, options in (("din", TINY_DIN), ("lightsuan", ("--set", "num_layers=1", "--set", "mlp_units=(8,)",
+                                                                  "--set", "window_size=2")),
+                               ("rest", ("--recipe", "rest", "--set", "model_dim=8", "--set", "encoder_depth=2",
+                                         "--set", "ffn_dim=8", "--set", "mlp_units=(8,)", "--batch-size", "64"))):
+            out_dir = os.path.join(folder, model)
+            status, out, err = run("fit", model, "--data", log, "--spec", spec, "--out", out_dir, "--epochs", "1",
+                                   *options)
+            self.assertEqual(status, 0, err)
+            preset = os.path.join(out_dir, "preset")
+            metadata = json.loads(Path(preset, "metadata.json").read_text())
+            self.assertEqual(metadata["training_data"]["data"], "spec")
+            self.assertEqual(metadata["training_data"]["rows"]["train"] + metadata["training_data"]["rows"]["validation"]
+                             + metadata["training_data"]["rows"]["test"], 400)
+            self.assertIn("preprocessing_sha256", metadata)
+            status, out, err = run("evaluate", preset, "--data", later)
+            self.assertEqual(status, 0, err)
+            self.assertEqual(json.loads(out[out.index("{"):])["rows"], 120)
+        scores = os.path.join(folder, "scores.csv")
+        status, out, err = run("score", os.path.join(folder, "din", "preset"), later, "--out", scores)
+        self.assertEqual(status, 0, err)
+        rows = Path(scores).read_text().splitlines()
+        self.assertEqual(rows[0], "line,score,label")
+        self.assertEqual([int(r.split(",")[0]) for r in rows[1:]], list(range(2, 122)))
+        self.assertIn("mapped the 'item_id' of", out)
+        status, _, err = run("evaluate", os.path.join(folder, "din", "preset"))
+        self.assertEqual(status, 2)
+        self.assertIn("trained on a data spec: give --data FILE", err)
+
+
 class CommandLineTest(TestCase):
     def test_every_command_has_help(self):
         for command in ("list", "fit", "evaluate", "reproduce", "tune", "export", "demo"):
