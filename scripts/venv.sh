@@ -13,7 +13,9 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   "$venv/bin/python" -m pip install -q --upgrade pip >&2
-  "$venv/bin/python" -m pip install -q -e "$root${extras:+[$extras]}" >&2
+  # setuptools' one "Editable installation" notice warns of folders named like the package; the mapped
+  # layout (layers/ -> zoo.layers, ...; DESIGN.md) is deliberate, so it is silenced here, nothing else.
+  PYTHONWARNINGS="ignore:Editable installation" "$venv/bin/python" -m pip install -q -e "$root${extras:+[$extras]}" >&2
   if [ "$extras" = "test" ]; then
     # TF Serving's request protos, for the export tests. --no-deps: its declared dependency is the
     # full `tensorflow` package, which would land on top of tensorflow-cpu.

@@ -2,6 +2,7 @@
 backend, as they did when they were built (metadata.json's "reference": raw line numbers and scores)."""
 
 import json
+import unittest.mock
 import tempfile
 from pathlib import Path
 
@@ -46,3 +47,34 @@ class RealPresetsTest(TestCase):
                 self.assertEqual([original[i - 1] for i in lines], reference["sample_lines"])
                 np.testing.assert_allclose(scores, reference["scores"], rtol=1e-4, atol=1e-5)
                 self.assertGreater(np.ptp(scores), 0.0)  # a model that scores every row alike is broken
+
+
+class EvaluateRealPresetsTest(TestCase):
+    """`python -m zoo evaluate rest_movielens --data movielens --path <ML-100K>` with no other flag: the
+    preset's protocol options (L = 50) are applied, the refit equals the preset's fit, and the test split
+    scores exactly the test AUC the preset records. TensorFlow only: the same command path runs on every
+    backend in zoo/main_test.py's YourOwnDataTest; here it scores 10,371 ReST rows."""
+
+    def test_rest_movielens_evaluates_on_its_own_data_with_no_flags(self):
+        import contextlib
+        import io
+        import os
+        import unittest
+
+        import keras
+
+        from zoo.__main__ import main
+
+        folder = SHARED_DATA / "movielens-100k"
+        if keras.backend.backend() != "tensorflow" or not (folder / "u.data").exists():
+            raise unittest.SkipTest("TensorFlow with the shared ML-100K only")
+        recorded = json.loads((ROOT / "saved" / "rest_movielens" / "metadata.json").read_text())["metrics"]
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), unittest.mock.patch.dict(os.environ, {"ZOO_DATA_CACHE": tempfile.mkdtemp()}):
+            status = main(["evaluate", "rest_movielens", "--data", "movielens", "--path", str(folder)])
+        self.assertEqual(status, 0)
+        text = out.getvalue()
+        self.assertIn("its fit equals the preset's", text)
+        report = json.loads(text[text.index("{\n"):])
+        self.assertEqual(report["rows"], recorded["test_rows"])
+        self.assertAlmostEqual(report["auc"], recorded["test_auc"], places=5)
