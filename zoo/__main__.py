@@ -1,4 +1,5 @@
-"""The zoo's command line: `python -m zoo list | fit | evaluate | score | spec | reproduce | tune | export | demo`.
+"""The zoo's command line: `python -m zoo list | fit | evaluate | score | spec | request | reproduce | tune | export |
+demo`.
 
 Every command answers `--help` (without importing TensorFlow). A bad argument exits with status 2 and
 one line on stderr. The commands are quiet: TensorFlow's start-up logs and the warnings a user cannot
@@ -449,6 +450,28 @@ def _score(args):
     print(f"scored {total:,} row(s) of {args.file} with {args.preset}; wrote {args.out} ({processed.info['repairs']})")
 
 
+def _request(args):
+    """Print (or write) the TF Serving REST body of the raw signature for the first rows of a raw file."""
+    import json
+
+    from zoo.errors import ZooError
+    from zoo.serving.request import build_request
+
+    state = _preset_contract(args)
+    if state is None:
+        raise ZooError(f"{args.preset} carries no data contract (preprocessing.json): the raw signature serves "
+                       "presets trained on a data spec")
+    body, lines = build_request(state, args.file, args.rows)
+    text = json.dumps(body)
+    if args.out is None:
+        print(text)
+        return
+    with open(args.out, "w") as f:
+        f.write(text + "\n")
+    print(f"wrote {args.out}: the raw signature's inputs for lines {lines[0]}..{lines[-1]} of {args.file}; send it "
+          f"with: curl -d @{args.out} http://localhost:8501/v1/models/<name>:predict")
+
+
 def _spec(args):
     """Data specs: `draft FILE` prints a spec drafted from a sample of your log (each guess noted)."""
     import json
@@ -604,6 +627,13 @@ def _parser():
     score.add_argument("--batch-size", type=int, default=1024, help="rows per batch (default 1024)")
     score.set_defaults(run=_score)
 
+    request = commands.add_parser("request", help=_request.__doc__)
+    request.add_argument("preset", help="preset directory or name (trained on a data spec)")
+    request.add_argument("file", help="raw rows in the format the preset was trained on")
+    request.add_argument("--rows", type=int, default=1, help="how many rows, from the first (default 1)")
+    request.add_argument("--out", help="write the body to this file (default: print it)")
+    request.set_defaults(run=_request)
+
     spec = commands.add_parser("spec", help=_spec.__doc__)
     spec_commands = spec.add_subparsers(dest="spec_command", required=True, parser_class=_Parser)
     draft = spec_commands.add_parser("draft", help="print a data spec drafted from a sample of FILE")
@@ -621,7 +651,8 @@ def _parser():
     export.add_argument("preset", help="preset directory, preset name or registered model name (its default preset)")
     export.add_argument("path", help="<base>/<version> directory to write, e.g. export/din/1")
     export.add_argument("--signature", default="serving_default",
-                        help="serving_default, parallel_candidates, encode_decode")
+                        help="serving_default, parallel_candidates, encode_decode, or raw (a preset trained on a "
+                             "data spec: its preprocessing inside the graph, beside the id signatures)")
     export.add_argument("--m2", type=int, help="candidates per parallel pass (parallel_candidates)")
     export.set_defaults(run=_export)
     demo = commands.add_parser("demo", help=_demo.__doc__)

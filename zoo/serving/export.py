@@ -18,20 +18,35 @@ SIGNATURES = {
     "serving_default": "plain",
     "parallel_candidates": "parallel_candidates",
     "encode_decode": "encode_decode",
+    "raw": "raw",  # every model whose preset carries a data spec (zoo/serving/raw.py)
 }
 
 
 def _builder(signature):
     import importlib
 
+    if signature == "raw":
+        return _raw_and_ids
     return importlib.import_module(f"zoo.serving.{SIGNATURES[signature]}").endpoints
+
+
+def _raw_and_ids(model, options):
+    """The `raw` signature (zoo/serving/raw.py) beside the model's own id signatures (its last registered
+    one: parallel_candidates for lightsuan, encode_decode for rest, serving_default otherwise)."""
+    from zoo.serving import raw
+
+    primary = registry.entry(model.registered_name).signatures[-1]
+    id_options = {"m2": options["m2"]} if "m2" in options and primary == "parallel_candidates" else {}
+    endpoints = _builder(primary)(model, id_options)
+    endpoints.update(raw.endpoints(model, dict(options)))
+    return endpoints
 
 
 def _check_signature(model_name, signature):
     if signature not in SIGNATURES:
         raise ZooError(f"unknown signature '{signature}' (signatures: {', '.join(SIGNATURES)})")
     served = registry.entry(model_name).signatures
-    if signature not in served:
+    if signature not in served and signature != "raw":
         owners = [name for name in registry.names() if signature in registry.entry(name).signatures]
         raise ZooError(
             f"signature '{signature}' serves {' and '.join(owners)}; {model_name} exports with {', '.join(served)}"
@@ -58,7 +73,10 @@ def export(model_or_preset, path, signature="serving_default", **options):
         signature: "serving_default" (every model), "parallel_candidates" (LightSUAN: `serving_default`
             scores m2 candidates per request, `score_all` any m1), "encode_decode" (ReST: `encode`,
             `decode` and `serving_default`).
-        options: the signature's options (`m2` for parallel_candidates).
+        options: the signature's options (`m2` for parallel_candidates; for "raw" a model object also
+            takes `preprocessing=`, the fitted state it was trained with).
+        signature "raw" (a preset trained on a data spec): the `raw` signature, which applies the preset's
+            preprocessing inside the graph (zoo/serving/raw.py), beside the model's id signatures.
 
     The graph is always built under the TensorFlow backend, so it holds plain TF ops (no
     XlaCallModule) that any TF Serving build runs on CPU or GPU. A model trained under JAX or torch is
@@ -66,6 +84,8 @@ def export(model_or_preset, path, signature="serving_default", **options):
     """
     path = _check_target(path)
     model = None
+    if signature == "raw":
+        options = dict(options, preprocessing=_raw_state(model_or_preset, options.get("preprocessing")))
     if isinstance(model_or_preset, keras.Model):
         model = model_or_preset
         if getattr(model, "registered_name", None) is None:
@@ -80,13 +100,31 @@ def export(model_or_preset, path, signature="serving_default", **options):
         with tempfile.TemporaryDirectory() as scratch:
             if model is not None:
                 preset = Path(scratch) / "preset"
-                model.save_to_preset(preset)
+                model.save_to_preset(preset, preprocessing=options.get("preprocessing"))
             _export_in_tensorflow(preset, path, signature, options)
         return path
     if model is None:
         model = presets.load(preset)
     _write(model, path, _builder(signature), options)
     return path
+
+
+def _raw_state(model_or_preset, given):
+    """The fitted data contract the raw signature serves: `preprocessing=` for a model, the preset's own
+    preprocessing.json for a preset (checked: it must carry a data spec)."""
+    from zoo.datasets import fitted
+    from zoo.serving.raw import check_state
+
+    if given is None and not isinstance(model_or_preset, keras.Model):
+        folder = presets.resolve(model_or_preset)
+        if not (folder / fitted.FILE_NAME).is_file():
+            raise ZooError(f"{folder}: no preprocessing.json; the raw signature serves presets trained on a data spec")
+        given = folder
+    if given is None:
+        raise ZooError("signature 'raw' of a model object needs preprocessing= (the fitted state it was trained with)")
+    state = fitted.read_preprocessing(given)
+    check_state(state)
+    return state
 
 
 def _export_in_tensorflow(preset, path, signature, options):
@@ -105,6 +143,8 @@ def _write(model, path, builder, options):
     archive = keras.export.ExportArchive()
     archive.track(model)
     for name, (function, input_signature) in endpoints.items():
+        for resource in getattr(function, "resources", ()):  # e.g. the raw signature's lookup tables
+            archive.track(resource)
         archive.add_endpoint(name, function, input_signature=[input_signature])
     path.parent.mkdir(parents=True, exist_ok=True)
     archive.write_out(str(path), verbose=False)

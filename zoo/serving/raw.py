@@ -1,0 +1,318 @@
+"""The `raw` signature: a preset's whole data contract inside the SavedModel, so TF Serving clients send
+what their logs hold and nothing has to be re-implemented on the client.
+
+    zoo.export("runs/my_din/preset", "export/my_din/1", signature="raw")
+    python -m zoo export runs/my_din/preset export/my_din/1 --signature raw
+    python -m zoo request runs/my_din/preset later.csv --rows 8      # the REST body for 8 rows
+
+It exists for presets trained on a data spec (their preprocessing.json carries the spec and its fit).
+Every input is text (tf.string), as the file holds it, named after the spec's column (lower-cased,
+other characters -> "_"):
+
+    <user/ctx/num column>          [B]      a user's key, a context value, a number ("" = missing)
+    <cand column>                  [B, M]   the candidates (any M for lightsuan and rest, M = 1 otherwise)
+    <time column>                  [B]      the request's time (unix s/ms digits or ISO 8601, as the spec)
+    history_<field column>         [B, H]   (history from the log) the user's earlier rows, any H, padded
+    history_<time column>          [B, H]   with "" (padding), in any order
+    <list column>                  [B, H]   (history from list columns) the list, oldest first, "" padding
+
+The graph applies the fitted preprocessing with TensorFlow's own machinery: a `tf.lookup.StaticHashTable`
+per vocabulary (a value it does not know -> the OOV id, counted), `tf.strings.to_hash_bucket_fast` for
+hashed columns (the engine hashes with the same FarmHash64), the fitted fill, log1p, standardisation and
+bucket edges (`tf.searchsorted`), and the history's preparation: entries at or after the request's time
+are dropped (nothing from a label's future), the rest ordered by time (ties keep the client's order),
+the newest L kept (the cut counted) and left-padded. Outputs, per row: `pctr` [B, M] (and
+`rectified_pctr` for SUAN-family models), `unknown_ids` [B] (values mapped to OOV), `history_cut` [B]
+(history entries dropped: beyond L, or not before the request's time).
+
+A spec whose time is a strptime format cannot be served raw (TensorFlow has no strptime op): the
+export refuses it with one line; unix seconds, milliseconds and ISO 8601 are parsed in the graph.
+"""
+
+import numpy as np
+
+from zoo.datasets.spec import DataSpec, feature_name
+from zoo.errors import ZooError
+
+ISO_ZONE = r"(Z|[+-]\d\d:?\d\d)$"
+
+
+def check_state(state):
+    """The DataSpec of a preprocessing state that can be served raw; a one-line ZooError otherwise."""
+    if state is None or "spec" not in state:
+        raise ZooError("the raw signature needs a preset trained on a data spec (its preprocessing.json carries "
+                       "the spec); this one has none")
+    spec = DataSpec.read(state["spec"])
+    if spec.time is not None and spec.time["format"] not in ("unix_s", "unix_ms", "iso8601"):
+        raise ZooError(f"the raw signature parses unix_s, unix_ms and iso8601 times in the graph, not the strptime "
+                       f"format {spec.time['format']!r} of this spec")
+    return spec
+
+
+def input_names(spec):
+    """{raw input name: (column, kind)}: kind is "row", "cand", "time", "history" or "list"."""
+    names = {}
+    for column, options in spec.columns.items():
+        if options["type"] == "list":
+            names[feature_name(column)] = (column, "list")
+        elif options["role"] == "cand":
+            names[feature_name(column)] = (column, "cand")
+        elif options["role"] != "hist":
+            names[feature_name(column)] = (column, "row")
+    if spec.time is not None:
+        names[feature_name(spec.time["column"])] = (spec.time["column"], "time")
+    if spec.history_from_log():
+        columns = {o["feature"]: c for c, o in spec.columns.items() if o["role"] in ("cand", "hist")}
+        for field in spec.history["fields"]:
+            names[f"history_{feature_name(columns[field])}"] = (columns[field], "history")
+        names[f"history_{feature_name(spec.time['column'])}"] = (spec.time["column"], "history")
+    return names
+
+
+def input_signature(spec, any_candidates):
+    import tensorflow as tf
+
+    shapes = {"row": (None,), "time": (None,), "cand": (None, None if any_candidates else 1),
+              "history": (None, None), "list": (None, None)}
+    return {name: tf.TensorSpec(shapes[kind], tf.string, name=name) for name, (_, kind) in input_names(spec).items()}
+
+
+# ---------------------------------------------------------------------------------------- parsing
+def _numbers(text):
+    """float64 of texts, NaN where empty."""
+    import tensorflow as tf
+
+    text = tf.strings.strip(text)
+    empty = tf.equal(text, "")
+    values = tf.strings.to_number(tf.where(empty, "0", text), tf.float64)
+    return tf.where(empty, tf.constant(np.nan, tf.float64), values)
+
+
+def _days_from_civil(year, month, day):
+    """Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm), int64 tensors."""
+    import tensorflow as tf
+
+    year = year - tf.cast(month <= 2, tf.int64)
+    era = year // 400
+    year_of_era = year - era * 400
+    day_of_year = (153 * ((month + 9) % 12) + 2) // 5 + day - 1
+    day_of_era = year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year
+    return era * 146097 + day_of_era - 719468
+
+
+def _iso_seconds(text):
+    """(int64 unix seconds, valid bool) of ISO 8601 texts: YYYY-MM-DD[(T| )HH:MM[:SS[.f]]][Z|+-HH[:]MM];
+    without a zone the time is UTC (as the engine reads it)."""
+    import tensorflow as tf
+
+    text = tf.strings.strip(text)
+    shape = r"\d{4}-\d\d-\d\d([T ]\d\d:\d\d(:\d\d(\.\d+)?)?)?(Z|[+-]\d\d:?\d\d)?"
+    valid = tf.strings.regex_full_match(text, shape)
+    safe = tf.where(valid, text, "1970-01-01")
+
+    def number(start, length):
+        part = tf.strings.substr(safe, start, length)
+        return tf.strings.to_number(tf.where(tf.equal(part, ""), "0", part), tf.int64)
+
+    year, month, day = number(0, 4), number(5, 2), number(8, 2)
+    has_clock = tf.strings.length(safe) >= 16
+    clock = tf.where(has_clock, safe, "1970-01-01T00:00:00")
+    hour = tf.strings.to_number(tf.strings.substr(clock, 11, 2), tf.int64)
+    minute = tf.strings.to_number(tf.strings.substr(clock, 14, 2), tf.int64)
+    has_seconds = tf.strings.regex_full_match(safe, r".{16}:\d\d.*")
+    second = tf.where(has_seconds, tf.strings.to_number(
+        tf.strings.substr(tf.where(has_seconds, safe, "1970-01-01T00:00:00"), 17, 2), tf.int64), 0)
+    zone = tf.strings.regex_replace(safe, r"^.*?([+-]\d\d):?(\d\d)$", r"\1\2")
+    zoned = tf.strings.regex_full_match(safe, r".*[+-]\d\d:?\d\d") & has_clock
+    zone = tf.where(zoned, zone, "+0000")
+    sign = tf.where(tf.strings.substr(zone, 0, 1) == "-", tf.constant(-1, tf.int64), 1)
+    offset = sign * (tf.strings.to_number(tf.strings.substr(zone, 1, 2), tf.int64) * 3600
+                     + tf.strings.to_number(tf.strings.substr(zone, 3, 2), tf.int64) * 60)
+    seconds = _days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offset
+    return seconds, valid
+
+
+def parse_times(text, fmt):
+    """(int64 unix seconds, valid bool) of time texts in the spec's format."""
+    import tensorflow as tf
+
+    if fmt == "iso8601":
+        return _iso_seconds(text)
+    values = _numbers(text)
+    valid = tf.math.is_finite(values)
+    scale = 1000.0 if fmt == "unix_ms" else 1.0
+    seconds = tf.cast(tf.floor(tf.where(valid, values, 0.0) / scale), tf.int64)
+    return seconds, valid & (seconds >= 0)
+
+
+# ---------------------------------------------------------------------------------------- the graph
+class RawPreprocessing:
+    """The fitted preprocessing of a spec as TensorFlow ops (tables built once, at export)."""
+
+    def __init__(self, state, schema):
+        import tensorflow as tf
+
+        self.spec = check_state(state)
+        self.schema = schema
+        self.states = state["fitted"]
+        self.tables = {}
+        for column, fitted in self.states.items():
+            if fitted["kind"] == "vocabulary":
+                tokens = fitted["tokens"]
+                initializer = tf.lookup.KeyValueTensorInitializer(
+                    tf.constant(tokens or [""], tf.string),
+                    tf.range(1, max(len(tokens), 1) + 1, dtype=tf.int64))
+                self.tables[column] = tf.lookup.StaticHashTable(initializer, default_value=len(tokens) + 1)
+
+    def _fitted(self, column):
+        fitted = self.states[column]
+        return (self.states[fitted["column"]], fitted["column"]) if fitted["kind"] == "shared" else (fitted, column)
+
+    def ids(self, column, text):
+        """(int32 ids, bool unknown) of a categorical column's texts."""
+        import tensorflow as tf
+
+        fitted, owner = self._fitted(column)
+        if fitted["kind"] == "hashed":
+            ids = tf.strings.to_hash_bucket_fast(text, fitted["buckets"]) + 1
+            return tf.cast(ids, tf.int32), tf.zeros_like(ids, tf.bool)
+        if not fitted["tokens"]:
+            ids = tf.ones_like(text, tf.int64)
+        else:
+            ids = self.tables[owner].lookup(text)
+        return tf.cast(ids, tf.int32), tf.equal(ids, len(fitted["tokens"]) + 1)
+
+    def numeric(self, column, text):
+        """float32 values (role num) or int32 bucket ids of a numeric column's texts."""
+        import tensorflow as tf
+
+        fitted = self.states[column]
+        values = _numbers(text)
+        if fitted["log1p"]:
+            values = tf.sign(values) * tf.math.log1p(tf.abs(values))
+        values = tf.where(tf.math.is_nan(values), tf.constant(fitted["fill"], tf.float64), values)
+        if "edges" in fitted:
+            edges = tf.constant(np.asarray(fitted["edges"], np.float64).reshape(1, -1))
+            flat = tf.reshape(values, (1, -1))
+            return tf.reshape(tf.cast(tf.searchsorted(edges, flat, side="right") + 1, tf.int32), tf.shape(values))
+        if "std" in fitted:
+            values = (values - fitted["mean"]) / fitted["std"]
+        return tf.cast(values, tf.float32)
+
+    def _history(self, fields, times, request_time):
+        """{hist key: [B, L]} from [B, H] texts: entries before the request's time, ordered by time (stable),
+        the newest L, left-padded; and int32 [B] count of entries cut."""
+        import tensorflow as tf
+
+        L = self.schema.sequence_length
+        first = next(iter(fields.values()))[1]
+        present = tf.not_equal(first, "")
+        if times is not None:
+            seconds, valid_time = parse_times(times, self.spec.time["format"])
+            keep = present & valid_time & (seconds < request_time[:, None])
+        else:
+            seconds, keep = tf.zeros_like(first, tf.int64), present
+        # invalid entries first, then the kept ones by time (stable: ties keep the client's order)
+        key = tf.where(keep, seconds, tf.int64.min)
+        order = tf.argsort(key, axis=1, stable=True)
+        width = tf.shape(first)[1]
+        pad = tf.maximum(L - width, 0)
+
+        def newest(x, fill):
+            x = tf.gather(x, order, batch_dims=1)
+            x = tf.pad(x, [[0, 0], [pad, 0]], constant_values=fill)
+            return tf.ensure_shape(x[:, -L:], (None, L))
+
+        kept = newest(keep, False)
+        out = {}
+        unknown = tf.zeros(tf.shape(first)[:1], tf.int32)
+        for key_name, (column, text) in fields.items():
+            ids, oov = self.ids(column, text)
+            out[key_name] = tf.where(kept, newest(ids, 0), 0)
+            unknown += tf.reduce_sum(tf.cast(tf.where(kept, newest(oov, False), False), tf.int32), axis=1)
+        if times is not None:
+            out["hist_time"] = tf.where(kept, newest(seconds, 0), tf.zeros((), tf.int64))
+        cut = tf.reduce_sum(tf.cast(present, tf.int32), axis=1) - tf.reduce_sum(tf.cast(kept, tf.int32), axis=1)
+        return out, unknown, cut
+
+    def __call__(self, inputs):
+        """(features in the contract, unknown_ids [B] int32, history_cut [B] int32)."""
+        import tensorflow as tf
+
+        spec, schema = self.spec, self.schema
+        names = input_names(spec)
+        by_column = {(column, kind): name for name, (column, kind) in names.items()}
+        features, unknown = {}, []
+        request_time = None
+        if spec.time is not None:
+            request_time, _ = parse_times(inputs[by_column[(spec.time["column"], "time")]], spec.time["format"])
+        for column, options in spec.columns.items():
+            role, feature = options["role"], options["feature"]
+            if options["type"] == "list" or role == "hist":
+                continue
+            kind = "cand" if role == "cand" else "row"
+            text = inputs[by_column[(column, kind)]]
+            if options["type"] == "numeric":
+                features[f"{role}_{feature}"] = self.numeric(column, text)
+            else:
+                ids, oov = self.ids(column, text)
+                features[f"{role}_{feature}"] = ids
+                unknown.append(tf.reduce_sum(tf.reshape(tf.cast(oov, tf.int32), (tf.shape(oov)[0], -1)), axis=1))
+        batch = tf.shape(inputs[next(iter(names))])[:1]
+        cut = tf.zeros(batch, tf.int32)
+        if spec.history_from_log():
+            columns = {o["feature"]: c for c, o in spec.columns.items() if o["role"] in ("cand", "hist")}
+            fields = {f"hist_{field}": (columns[field], inputs[by_column[(columns[field], "history")]])
+                      for field in spec.history["fields"]}
+            history, oov, cut = self._history(fields, inputs[by_column[(spec.time["column"], "history")]],
+                                              request_time)
+            features.update(history)
+            unknown.append(oov)
+        else:
+            for column, options in spec.columns.items():
+                if options["type"] == "list":
+                    history, oov, list_cut = self._history(
+                        {f"hist_{options['feature']}": (column, inputs[by_column[(column, "list")]])}, None, None)
+                    features.update(history)
+                    unknown.append(oov)
+                    cut += list_cut
+        if spec.time is not None:
+            local = request_time + int(spec.time["utc_offset_hours"] * 3600)
+            for name in spec.time["derive"]:
+                value = (local // 3600) % 24 + 1 if name == "hour" else (local // 86400 + 3) % 7 + 1
+                features[f"ctx_{name}"] = tf.cast(value, tf.int32)
+        if schema.time:
+            candidates = tf.shape(next(v for k, v in features.items() if k.startswith("cand_")))[1]
+            features["cand_time"] = tf.tile(request_time[:, None], tf.stack([1, candidates]))
+        features = {key: features[key] for key in schema.keys()}
+        return features, tf.add_n(unknown) if unknown else tf.zeros(batch, tf.int32), cut
+
+
+def endpoints(model, options):
+    """{"raw": (function, input signature)} scoring raw rows through the preset's preprocessing."""
+    from zoo.serving import plain
+
+    state = options.pop("preprocessing", None)
+    m2 = options.pop("m2", None)
+    if options:
+        plain.raise_unused(options, "raw")
+    preprocessing = RawPreprocessing(state, model.schema.with_candidates(1))
+    any_candidates = hasattr(model, "score_all") or hasattr(model, "decoder")
+
+    def score(inputs):
+        features, unknown, cut = preprocessing(inputs)
+        extra = {}
+        if hasattr(model, "score_all"):
+            pctr = model.score_all(features, parallel_candidates=m2 or model.parallel_candidates,
+                                   use_cache=model.alignment_pool == "causal")
+            extra["rectified_pctr"] = model.rectified_pctr(pctr)
+        elif hasattr(model, "decoder"):
+            encoded = model.encoder()({k: v for k, v in features.items() if k.startswith("hist")}, training=False)
+            decoder_inputs = {k: v for k, v in features.items() if not k.startswith("hist") or k == "hist_time"}
+            pctr = model.decoder(None)({**decoder_inputs, **encoded}, training=False)
+        else:
+            pctr = model(features, training=False)
+        return {"pctr": pctr, **extra, "unknown_ids": unknown, "history_cut": cut}
+
+    score.resources = list(preprocessing.tables.values())  # the lookup tables the SavedModel must hold
+    return {"raw": (score, input_signature(preprocessing.spec, any_candidates))}

@@ -1,0 +1,144 @@
+import datetime
+import os
+import tempfile
+import unittest
+
+import keras
+import numpy as np
+
+import zoo
+from tests.impression_logs import impression_spec, write_impression_log
+from tests.model_configs import SMALL
+from tests.testing import TestCase
+from zoo.datasets import prepare
+from zoo.datasets.pipeline import make_dataset
+from zoo.errors import ZooError
+from zoo.serving.export_test import serving_check
+from zoo.serving.raw import RawPreprocessing, parse_times
+from zoo.serving.request import build_request
+
+tensorflow_only = unittest.skipUnless(keras.backend.backend() == "tensorflow",
+                                      "the raw graph is TensorFlow's (export re-runs under TF on other backends)")
+
+
+class ParseTimesTest(TestCase):
+    @tensorflow_only
+    def test_iso_and_unix_texts_read_as_the_engine_reads_them(self):
+        texts = ["2024-03-01T12:00:00Z", "2024-03-01 12:00:00", "2024-03-01T12:00:00+08:00", "2024-02-29",
+                 "1999-12-31T23:59:59.75Z", "2024-03-01T12:00-05:30", "not a time", ""]
+        seconds, valid = parse_times(np.array(texts), "iso8601")
+        expected = []
+        for text in texts[:6]:
+            moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=datetime.timezone.utc)
+            expected.append(int(moment.timestamp() // 1))
+        np.testing.assert_array_equal(seconds.numpy()[:6], expected)
+        np.testing.assert_array_equal(valid.numpy(), [True] * 6 + [False, False])
+        seconds, valid = parse_times(np.array(["1709294400123", "", "x1"][:2]), "unix_ms")
+        np.testing.assert_array_equal(seconds.numpy()[:1], [1709294400])
+        np.testing.assert_array_equal(valid.numpy(), [True, False])
+
+
+@tensorflow_only
+class RawSignatureTest(TestCase):
+    """A preset trained on a string-keyed CSV, served from its raw signature by a TensorFlow-only process,
+    gives the scores of `python -m zoo score` on the same rows (unseen keys, empty histories, histories
+    longer than L included)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.folder = tempfile.mkdtemp(prefix="zoo-test-")
+        cls.log = write_impression_log(os.path.join(cls.folder, "log.csv"), rows=300)
+        cls.later = write_impression_log(os.path.join(cls.folder, "later.csv"), rows=60, users=8, seed=1,
+                                         start="2024-03-11T08:00:00Z", days=2, unseen_from=70)
+        cls.cache = os.path.join(cls.folder, "cache")
+        cls.processed = prepare(impression_spec(sequence_length=4), cls.log, cache_dir=cls.cache, verbose=False)
+        cls.state = cls.processed.preprocessing()
+
+    @classmethod
+    def tearDownClass(cls):
+        import shutil
+
+        shutil.rmtree(cls.folder, ignore_errors=True)
+
+    def trained_preset(self, name):
+        keras.utils.set_random_seed(0)
+        train, schema = make_dataset(self.processed, "train", batch_size=64)
+        model = zoo.get(name, schema=schema, **SMALL[name])
+        model.compile(optimizer="adam", loss="binary_crossentropy")
+        model.fit(train, epochs=1, verbose=0)
+        preset = os.path.join(self.folder, f"{name}_preset")
+        model.save_to_preset(preset, preprocessing=self.state)
+        return model, preset
+
+    def keras_scores(self, model):
+        """`python -m zoo score`'s scores of later.csv, by file line."""
+        processed = prepare(None, self.later, preprocessing=self.state, cache_dir=self.cache, verbose=False)
+        dataset, _ = make_dataset(processed, "all", batch_size=1024, shuffle=False)
+        scores = np.concatenate([np.asarray(model.score(f)).reshape(-1) for f, _ in dataset.as_numpy_iterator()])
+        return dict(zip(processed.source_lines("all").tolist(), scores))
+
+    def check(self, name, candidates=(1,)):
+        model, preset = self.trained_preset(name)
+        path = os.path.join(self.folder, f"{name}_export", "1")
+        zoo.export(preset, path, signature="raw")
+        body, lines = build_request(self.state, self.later, 60)
+        inputs = {k: np.asarray(v, dtype=str) for k, v in body["inputs"].items()}
+        histories = np.sum(inputs["history_item_id"] != "", axis=1)
+        self.assertTrue((histories == 0).any() and (histories > 4).any())  # empty and longer than L
+        self.assertTrue(np.char.startswith(inputs["item_id"][:, 0], "new-").any())  # unseen keys
+        scores = self.keras_scores(model)
+        expected = np.array([scores[line] for line in lines], np.float32)[:, None]
+        cases = {}
+        for m in candidates:
+            tag = "raw" if m == 1 else f"raw@m{m}"
+            for key, value in inputs.items():
+                is_cand = value.ndim == 2 and not key.startswith("history_")
+                cases[f"{tag}/in/{key}"] = np.repeat(value, m, axis=1) if is_cand else value
+            cases[f"{tag}/out/pctr"] = np.repeat(expected, m, axis=1)
+        report = serving_check(path, cases)
+        self.assertEqual(report["modules"], [])
+        for tag, errors in report["signatures"].items():
+            for route in ("direct", "predict_request", "rest_json"):
+                self.assertLess(errors[route], 1e-5, f"{name} {tag} {route}")
+            self.assertIn("unknown_ids", errors["outputs"])
+            self.assertIn("history_cut", errors["outputs"])
+
+    def test_din(self):
+        self.check("din")
+
+    def test_lightsuan_any_number_of_candidates(self):
+        self.check("lightsuan", candidates=(1, 3, 9))
+
+    def test_rest(self):
+        self.check("rest", candidates=(1, 2))
+
+    def test_unknown_values_and_the_history_cut_are_counted(self):
+        import tensorflow as tf
+
+        schema = self.processed.schema
+        graph = RawPreprocessing(self.state, schema)
+        body, lines = build_request(self.state, self.later, 60)
+        features, unknown, cut = graph({k: tf.constant(np.asarray(v, dtype=str)) for k, v in body["inputs"].items()})
+        processed = prepare(None, self.later, preprocessing=self.state, cache_dir=self.cache, verbose=False)
+        engine, _ = processed.take("all", np.arange(60))
+        position = {line: i for i, line in enumerate(processed.source_lines("all").tolist())}
+        rows = [position[line] for line in lines]
+        for key in schema.keys():
+            np.testing.assert_allclose(features[key].numpy(), engine[key][rows], rtol=1e-6, err_msg=key)
+        ids = [f for f in schema.features if f.group != "num"]
+        expected = sum((engine[f.key][rows] == f.vocabulary_size - 1).reshape(60, -1).sum(1) for f in ids)
+        np.testing.assert_array_equal(unknown.numpy(), expected)
+        self.assertGreater(unknown.numpy().sum(), 0)
+        histories = np.sum(np.asarray(body["inputs"]["history_item_id"]) != "", axis=1)
+        np.testing.assert_array_equal(cut.numpy(), np.maximum(histories - 4, 0))
+
+    def test_a_preset_without_a_spec_is_refused_in_one_line(self):
+        with self.assertRaisesRegex(ZooError, r"^.*no preprocessing\.json; the raw signature serves presets trained "
+                                              r"on a data spec$"):
+            zoo.export("din", os.path.join(self.folder, "plain", "1"), signature="raw")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,81 @@
+"""`python -m zoo request PRESET FILE --rows N`: the TF Serving REST body of the `raw` signature for the
+first N rows of a raw file, so a client sees exactly what to send.
+
+    {"signature_name": "raw", "inputs": {"user_id": [...], "item_id": [[...]], "history_item_id": [[...]], ...}}
+
+Each row's history is what the data-spec engine gives the same row when `python -m zoo score` reads the
+file: the user's rows strictly earlier in time (those matching `history.only`), in time order, all of them
+(the graph keeps the newest L and counts the cut), padded with "" to the longest history of the request.
+Times are written in the spec's format (ISO 8601 in UTC, or unix digits) at the second the engine reads.
+"""
+
+import datetime
+
+import numpy as np
+
+from zoo.datasets import spec_reading
+from zoo.datasets.spec import feature_name
+from zoo.errors import ZooError
+
+
+def _time_text(seconds, fmt):
+    if fmt == "unix_ms":
+        return str(int(seconds) * 1000)
+    if fmt == "unix_s":
+        return str(int(seconds))
+    return datetime.datetime.fromtimestamp(int(seconds), datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def build_request(state, path, rows):
+    """(the REST body, the file line of each of its rows) for the first `rows` rows (in file order) of the
+    raw file(s) at `path`, read through the fitted state `state` (a preset's preprocessing.json)."""
+    from zoo.datasets.spec_engine import _read
+    from zoo.serving.raw import check_state, input_names
+
+    spec = check_state(state)
+    if not isinstance(rows, int) or rows < 1:
+        raise ZooError(f"--rows is {rows!r}; it must be at least 1")
+    data, _ = _read(spec, spec_reading.source_files(path, spec.source["format"]), scoring=True)
+    total = data["label"].shape[0]
+    if not total:
+        raise ZooError(f"{path}: no row to send")
+    order = np.lexsort((data["line"], data["file"]))[:rows]  # the first rows of the file(s)
+    text = {name: np.asarray(values.to_numpy(zero_copy_only=False), dtype=object)
+            for name, values in data["text"].items()}
+    numbers = data["numeric"]
+    inputs = {}
+    names = input_names(spec)
+    for name, (column, kind) in names.items():
+        if kind == "time":
+            inputs[name] = [_time_text(data["time"][i], spec.time["format"]) for i in order]
+        elif kind in ("row", "cand"):
+            if column in numbers:
+                values = ["" if np.isnan(numbers[column][i]) else repr(float(numbers[column][i])) for i in order]
+            else:
+                values = [str(text[column][i]) for i in order]
+            inputs[name] = [[v] for v in values] if kind == "cand" else values
+    if spec.history_from_log():
+        users = text[spec.user]
+        events = data["rule"] if spec.history["only"] is not None else np.ones(total, bool)
+        time = data["time"]
+        columns = {o["feature"]: c for c, o in spec.columns.items() if o["role"] in ("cand", "hist")}
+        histories = []
+        for i in order:
+            earlier = np.flatnonzero(events & (users == users[i]) & (time < time[i]))
+            histories.append(earlier[np.lexsort((data["line"][earlier], data["file"][earlier], time[earlier]))])
+        width = max([h.size for h in histories] + [1])
+        for field in spec.history["fields"]:
+            column = columns[field]
+            inputs[f"history_{feature_name(column)}"] = [
+                [str(text[column][j]) for j in h] + [""] * (width - h.size) for h in histories]
+        inputs[f"history_{feature_name(spec.time['column'])}"] = [
+            [_time_text(time[j], spec.time["format"]) for j in h] + [""] * (width - h.size) for h in histories]
+    else:
+        for name, (column, kind) in names.items():
+            if kind == "list":
+                tokens, lengths = data["list"][column]
+                starts = np.cumsum(lengths) - lengths
+                lists = [[str(t) for t in tokens[starts[i]:starts[i] + lengths[i]]] for i in order]
+                width = max([len(items) for items in lists] + [1])
+                inputs[name] = [items + [""] * (width - len(items)) for items in lists]
+    return {"signature_name": "raw", "inputs": inputs}, [int(data["line"][i]) for i in order]
