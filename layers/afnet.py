@@ -34,13 +34,18 @@ class AFNet(keras.layers.Layer):
 
     `alignment_pool` chooses eq 11's pooling:
       - "causal" (default): each token pools E_sum over the positions it may attend to: a history
-        token over the non-padding history up to itself, a candidate over the non-padding history
-        and itself. The block stays causal and parallel candidate scoring stays exact.
+        token over the non-padding history up to itself, candidate m over the behaviours visible to
+        it (`history_visible[m]`: real and before its exposure time) and itself. The block stays
+        causal, nothing from a candidate's future reaches it, and parallel candidate scoring stays
+        exact.
       - "global": eq 11 as written: one mean of E_sum over every position of the target-aware
-        sequence, padding slots, later behaviours and all candidates included. Earlier positions then
-        depend on later tokens and each candidate shifts the others' scores, so the history cache and
-        exact parallel scoring do not hold. On rows without padding this is the authors' code (one
-        candidate appended, a mean over the sequence). On padded rows it is not: their additive mask
+        sequence, padding slots, later behaviours and all candidates included (`history_visible` is
+        not read). Earlier positions then depend on later tokens and each candidate shifts the others'
+        scores, so the history cache and exact parallel scoring do not hold, and a behaviour at or
+        after a candidate's exposure time reaches its score through the mean (none exists in rows
+        whose history is the user's behaviours before the one candidate's time, as the readers
+        build them). On rows without padding this is the authors' code (one candidate appended, a
+        mean over the sequence). On padded rows it is not: their additive mask
         (logits + mask * -1e9) shifts every logit of a padding query by the same amount, so a padding
         row still gets an ordinary softmax over its keys and a non-zero self-attention output, which
         then enters their mean; here a padding query attends to nothing (masked_softmax gives it zero
@@ -59,7 +64,8 @@ class AFNet(keras.layers.Layer):
         self.num_heads = int(num_heads)
         self.alignment_pool = alignment_pool
 
-    def build(self, history_self_shape, candidate_self_shape=None, profile_shape=None, history_valid_shape=None):
+    def build(self, history_self_shape, candidate_self_shape=None, profile_shape=None, history_valid_shape=None,
+              history_visible_shape=None):
         d = int(history_self_shape[-1])
         d_p = int(profile_shape[-1])
         if d % self.num_heads:
@@ -101,32 +107,35 @@ class AFNet(keras.layers.Layer):
         return w[0] * e_self + w[1] * e_cross
 
     def history_pool(self, e_sum, history_valid):
-        """Causal eq 11 over the history: (per-token prefix means [B, L, d], total sum [B, d], count [B, 1])."""
+        """Causal eq 11 over the history: (per-token prefix means [B, L, d], E_sum of each behaviour,
+        zero on padding [B, L, d])."""
         valid = ops.cast(history_valid, e_sum.dtype)[..., None]
-        prefix_sum = ops.cumsum(e_sum * valid, axis=1)
-        prefix_count = ops.cumsum(valid, axis=1)
-        means = prefix_sum / ops.maximum(prefix_count, 1.0)
-        return means, prefix_sum[:, -1], prefix_count[:, -1]
+        terms = e_sum * valid
+        means = ops.cumsum(terms, axis=1) / ops.maximum(ops.cumsum(valid, axis=1), 1.0)
+        return means, terms
 
     def encode_history(self, history_self, profile, history_valid):
-        """History part, causal pool: (E_AFN of the history, (sum, count) the candidates pool with)."""
+        """History part, causal pool: (E_AFN of the history, E_sum of each behaviour [B, L, d], which the
+        candidates pool over)."""
         e_cross = self.cross(history_self, profile)
-        means, total, count = self.history_pool(history_self + e_cross, history_valid)
-        return self.align(history_self, e_cross, means), (total, count)
+        means, terms = self.history_pool(history_self + e_cross, history_valid)
+        return self.align(history_self, e_cross, means), terms
 
-    def encode_candidates(self, candidate_self, profile, history_pool):
-        """Candidate part, causal pool: each candidate pools the history and itself."""
-        total, count = history_pool
+    def encode_candidates(self, candidate_self, profile, history_terms, history_visible):
+        """Candidate part, causal pool: candidate m pools the behaviours history_visible[m] [B, M, L]
+        allows and itself."""
         e_cross = self.cross(candidate_self, profile)
         e_sum = candidate_self + e_cross
-        means = (total[:, None, :] + e_sum) / (count[:, None, :] + 1.0)
+        visible = ops.cast(history_visible, e_sum.dtype)
+        pooled = ops.einsum("bml,bld->bmd", visible, history_terms)
+        means = (pooled + e_sum) / (ops.sum(visible, axis=-1, keepdims=True) + 1.0)
         return self.align(candidate_self, e_cross, means)
 
-    def call(self, history_self, candidate_self, profile, history_valid):
+    def call(self, history_self, candidate_self, profile, history_valid, history_visible):
         """Returns (E_AFN of the history [B, L, d], E_AFN of the candidates [B, M, d])."""
         if self.alignment_pool == "causal":
-            history_out, pool = self.encode_history(history_self, profile, history_valid)
-            return history_out, self.encode_candidates(candidate_self, profile, pool)
+            history_out, terms = self.encode_history(history_self, profile, history_valid)
+            return history_out, self.encode_candidates(candidate_self, profile, terms, history_visible)
         h_cross, c_cross = self.cross(history_self, profile), self.cross(candidate_self, profile)
         e_sum = ops.concatenate([history_self + h_cross, candidate_self + c_cross], axis=1)
         e_mean = ops.mean(e_sum, axis=1, keepdims=True)

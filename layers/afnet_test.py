@@ -37,9 +37,11 @@ class AFNetTest(TestCase):
         self.profile = rng.normal(size=(2, 3, self.dp)).astype("float32")
         self.valid = np.ones((2, self.length), bool)
         self.valid[1, :2] = False
+        self.visible = np.repeat(self.valid[:, None, :], self.m, axis=1)  # [B, M, L]
+        self.visible[:, 0, 3:] = False  # behaviours 3.. are candidate 0's future
         shapes = [(8, 8), (4, 8), (4, 8), (8, 8), (8, 2), (2, 8), (2, 8)]
         self.weights = [rng.normal(size=s).astype("float32") / math.sqrt(s[0]) for s in shapes]
-        self.args = [self.hist, self.cand, self.profile, self.valid]
+        self.args = [self.hist, self.cand, self.profile, self.valid, self.visible]
 
     def run_afnet(self, pool):
         layer = AFNet(2, alignment_pool=pool)
@@ -59,7 +61,7 @@ class AFNetTest(TestCase):
         for b in range(2):
             valid = [j for j in range(self.length) if self.valid[b, j]]
             pooled = [[j for j in valid if j <= i] for i in range(self.length)]
-            pooled += [valid + [self.length + c] for c in range(self.m)]  # history and itself
+            pooled += [[j for j in valid if self.visible[b, c, j]] + [self.length + c] for c in range(self.m)]
             x = np.concatenate([self.hist[b], self.cand[b]])
             expected = afnet_reference(x, self.profile[b], self.weights, 2, pooled)
             self.assertAllClose(out_h[b][self.valid[b]], expected[: self.length][self.valid[b]], atol=1e-5)

@@ -10,13 +10,15 @@ class SuanEncoder(keras.layers.Layer):
     """SUAN's encoder (§3.1-3.2): the target-aware sequence through l stacked UABs.
 
     The history tokens [B, L, d] take positions 0..L-1 and the M candidate tokens all take
-    position L (each candidate is scored as if it alone followed the history, LightSUAN §3.3.1).
-    As in the authors' code a learned absolute position table is added, plus Dense(time embedding)
-    of log(1 + gap): for a behaviour the seconds since the previous behaviour, for a candidate the
-    seconds since the newest behaviour (0 where there is none). Both are causal and work on time
-    differences, so int64 seconds survive JAX's int32 and a behaviour never sees a later one. The
-    blocks get int32 seconds relative to the newest behaviour (integers: under mixed precision Keras
-    would cast float inputs to float16, which cannot hold a day in seconds).
+    position L (each candidate is scored as if it alone followed the behaviours visible to it,
+    LightSUAN §3.3.1). Candidate m reads the behaviours `history_visible[m]` allows (real and before
+    its exposure time, FeatureEmbedding's hist_visible), so nothing from its label's future reaches
+    its score. As in the authors' code a learned absolute position table is added, plus Dense(time
+    embedding) of log(1 + gap): for a behaviour the seconds since the previous behaviour, for a
+    candidate the seconds since the newest behaviour visible to it (0 where none is). Both are causal
+    and work on time differences, so int64 seconds survive JAX's int32 and a behaviour never sees a
+    later one. The blocks get int32 seconds relative to the newest behaviour (integers: under mixed
+    precision Keras would cast float inputs to float16, which cannot hold a day in seconds).
 
     The eq 4 relative bias (`RelativeAttentionBias`, a position and a time table) is by default one
     layer shared by every block, as in the authors' code, which computes the bias once and adds it in
@@ -24,7 +26,8 @@ class SuanEncoder(keras.layers.Layer):
     parameters; eq 4 does not say whether f1, f2 are per layer).
 
     `encode_history` runs the history once and returns a cache; `encode_candidates` scores any
-    number of candidates on it. With alignment_pool="causal", `call` equals the two chained.
+    number of candidates on it, each with its own visibility. With alignment_pool="causal", `call`
+    equals the two chained.
 
     Args:
         num_layers: l.
@@ -56,8 +59,8 @@ class SuanEncoder(keras.layers.Layer):
             for i in range(self.num_layers)
         ]
 
-    def build(self, history_shape, candidates_shape=None, history_valid_shape=None, history_time_shape=None,
-              candidate_time_shape=None, profile_shape=None):
+    def build(self, history_shape, candidates_shape=None, history_valid_shape=None, history_visible_shape=None,
+              history_time_shape=None, candidate_time_shape=None, profile_shape=None):
         d = int(history_shape[-1])
         self.position_table = self.add_weight(
             name="position_table", shape=(self.sequence_length + 1, d),
@@ -98,36 +101,43 @@ class SuanEncoder(keras.layers.Layer):
         x = history + self._positions()[None, : self.sequence_length] + self._time_embedding(gap)
         return x, valid, times, reference
 
-    def _embed_candidates(self, candidates, candidate_time, reference, newest_valid):
-        """Adds the shared position L and the time embedding: (x [B, M, d], relative times)."""
+    def _embed_candidates(self, candidates, candidate_time, history_visible, history_times, reference):
+        """Adds the shared position L and the time embedding of the gap since the newest behaviour
+        visible to each candidate: (x [B, M, d], relative times [B, M])."""
         times = ops.cast(ops.convert_to_tensor(candidate_time) - reference, "int32")
-        gap = ops.where(newest_valid, times, 0)
+        gaps = times[:, :, None] - history_times[:, None, :]  # [B, M, L], > 0 where visible
+        visible = ops.cast(history_visible, "bool")
+        newest = ops.min(ops.where(visible, gaps, ops.cast(2**31 - 1, gaps.dtype)), axis=-1)
+        gap = ops.where(ops.any(visible, axis=-1), newest, 0)
         return candidates + self._positions()[None, self.sequence_length :] + self._time_embedding(gap), times
 
     def encode_history(self, history, history_valid, history_time, profile):
         """History [B, L, d] through every block: (last block's history output, cache)."""
         x, valid, times, reference = self._embed_history(history, history_valid, history_time)
-        cache = {"reference": reference, "newest_valid": valid[:, -1:], "profile": profile}
+        cache = {"reference": reference, "times": times, "profile": profile}
         for i, block in enumerate(self.blocks):
             x, cache[f"state_{i}"] = block.encode_history(x, profile, valid, times)
         return x, cache
 
-    def encode_candidates(self, candidates, candidate_time, cache):
-        """Candidates [B, M, d] on a history cache: the last block's candidate output [B, M, d]."""
-        x, times = self._embed_candidates(candidates, candidate_time, cache["reference"], cache["newest_valid"])
+    def encode_candidates(self, candidates, candidate_time, history_visible, cache):
+        """Candidates [B, M, d] on a history cache, history_visible [B, M, L]: the last block's
+        candidate output [B, M, d]."""
+        x, times = self._embed_candidates(
+            candidates, candidate_time, history_visible, cache["times"], cache["reference"]
+        )
         for i, block in enumerate(self.blocks):
-            x = block.encode_candidates(x, cache["profile"], cache[f"state_{i}"], times)
+            x = block.encode_candidates(x, cache["profile"], cache[f"state_{i}"], history_visible, times)
         return x
 
-    def call(self, history, candidates, history_valid, history_time, candidate_time, profile):
+    def call(self, history, candidates, history_valid, history_visible, history_time, candidate_time, profile):
         """The candidates' last-block output [B, M, d]."""
         if self.alignment_pool == "causal":
             _, cache = self.encode_history(history, history_valid, history_time, profile)
-            return self.encode_candidates(candidates, candidate_time, cache)
+            return self.encode_candidates(candidates, candidate_time, history_visible, cache)
         x, valid, times, reference = self._embed_history(history, history_valid, history_time)
-        c, c_times = self._embed_candidates(candidates, candidate_time, reference, valid[:, -1:])
+        c, c_times = self._embed_candidates(candidates, candidate_time, history_visible, times, reference)
         for block in self.blocks:
-            x, c = block(x, c, profile, valid, times, c_times)
+            x, c = block(x, c, profile, valid, history_visible, times, c_times)
         return c
 
     def compute_output_spec(self, history, candidates, *args):

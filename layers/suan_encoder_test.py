@@ -16,11 +16,13 @@ class SuanEncoderTest(TestCase):
         times = 1_700_000_000 + np.sort(rng.randint(0, 10**6, (2, 6)))
         self.hist_t = np.where(self.valid, times, 0).astype("int64")  # 0 on padding
         self.cand_t = (times[:, -1:] + [[60, 600, 6000]]).astype("int64")
+        self.cand_t[:, 0] = times[:, 3] + 5  # candidate 0 exposed after behaviour 3: behaviours 4.. are its future
         self.profile = rng.normal(size=(2, 3, 4)).astype("float32")
 
     def args(self, cand=None, cand_t=None):
-        return [self.hist, self.cand if cand is None else cand, self.valid, self.hist_t,
-                self.cand_t if cand_t is None else cand_t, self.profile]
+        cand_t = self.cand_t if cand_t is None else cand_t
+        visible = self.valid[:, None, :] & (self.hist_t[:, None, :] < cand_t[:, :, None])  # hist_visible [B, M, L]
+        return [self.hist, self.cand if cand is None else cand, self.valid, visible, self.hist_t, cand_t, self.profile]
 
     def test_layer_basics(self):
         for share, weights in ((True, 3 + 2 + 2 * 17), (False, 3 + 2 * 19)):  # P, W_t, b_t; tables; 2 UABs
@@ -66,7 +68,8 @@ class SuanEncoderTest(TestCase):
     def test_position_and_time_embeddings_match_numpy(self):
         """x_i = e_i + P[i] + (log(1 + gap_i) W_t + b_t); gap_i is the time since the previous
         behaviour (0 for the first valid one and on padding); every candidate takes P[L] and the gap
-        since the newest behaviour. With no UAB (l = 0) the encoder returns exactly these tokens."""
+        since the newest behaviour visible to it. With no UAB (l = 0) the encoder returns exactly these
+        tokens."""
         encoder = SuanEncoder(0, 2, 6)
         LayerRunner(encoder, *self.args())
         rng = np.random.default_rng(1)
@@ -81,14 +84,18 @@ class SuanEncoderTest(TestCase):
         gap = np.zeros((2, 6))
         gap[:, 1:] = np.where(self.valid[:, 1:] & self.valid[:, :-1], t[:, 1:] - t[:, :-1], 0.0)
         expected_history = self.hist + table[None, :6] + embed_time(gap)
-        newest = t.max(axis=1, keepdims=True)
+        visible = self.args()[3]
+        newest = np.where(visible, t[:, None, :], -np.inf).max(axis=-1)  # [B, M]
+        self.assertAllClose(self.cand_t[:, 0] - newest[:, 0], [5, 5])
         expected_candidates = self.cand + table[6] + embed_time(self.cand_t - newest)
         tensors = [keras.ops.convert_to_tensor(a) for a in (self.hist, self.valid, self.hist_t, self.profile)]
         history, _ = encoder.encode_history(*tensors)
         self.assertAllClose(history, expected_history, atol=1e-5)
         self.assertAllClose(encoder(*self.args()), expected_candidates, atol=1e-5)
         # An empty history: candidates get gap 0.
-        empty = [self.hist, self.cand, np.zeros_like(self.valid), np.zeros_like(self.hist_t), self.cand_t, self.profile]
+        nothing = np.zeros((2, 3, 6), bool)
+        empty = [self.hist, self.cand, np.zeros_like(self.valid), nothing, np.zeros_like(self.hist_t), self.cand_t,
+                 self.profile]
         self.assertAllClose(encoder(*empty), self.cand + table[6] + embed_time(np.zeros((2, 3))), atol=1e-5)
 
     def test_config_round_trip(self):

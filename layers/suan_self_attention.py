@@ -34,8 +34,10 @@ class SuanSelfAttention(keras.layers.Layer):
       - full attention (`window_size=None`): j <= i (causal);
       - sparse attention: 0 <= i - j < k (local window of k keys, itself included) or
         i - j >= 0 and (i - j) mod r == 0 (dilation r); r = 1 is full causal attention.
-    The M candidates all sit at position L: each attends to the history slots position L may attend
-    to, and to itself, never to another candidate, so candidates are scored independently.
+    The M candidates all sit at position L: candidate m attends to the history slots position L may
+    attend to that are visible to it (`history_visible[m]`: real and before its exposure time, so
+    nothing from its label's future reaches it), and to itself, never to another candidate, so
+    candidates are scored independently.
     A query with no allowed key (a padding slot) outputs zeros. Times are seconds relative to any
     common reference, as integers (float times work under a float32 policy; under mixed precision
     Keras casts float inputs to float16, which cannot hold them).
@@ -195,37 +197,50 @@ class SuanSelfAttention(keras.layers.Layer):
         return out_w + out_d
 
     # ------------------------------------------------------------------ candidates
-    def candidate_context(self, keys, values, history_valid, history_times):
-        """What the candidates read from the history: keys, values, validity and times of the slots
-        position L may attend to. Identical for every candidate and every parallel pass."""
+    def candidate_mask(self, history_mask):
+        """The part of a mask over the history (last axis L) at the slots position L may attend to."""
+        return ops.take(history_mask, ops.convert_to_tensor(self.candidate_slots, dtype="int32"), axis=-1)
+
+    def candidate_context(self, keys, values, history_mask, history_times):
+        """What the candidates read from the history: keys, values, mask and times of the slots
+        position L may attend to. `history_mask` is [B, M, L], the behaviours each candidate may read
+        (hist_visible), or [B, L], one mask for every candidate."""
         slots = ops.convert_to_tensor(self.candidate_slots, dtype="int32")
         take = lambda x: ops.take(x, slots, axis=1)  # noqa: E731
-        return take(keys), take(values), take(history_valid), take(history_times)
+        return take(keys), take(values), self.candidate_mask(history_mask), take(history_times)
 
-    def attend_candidates(self, candidates, context, candidate_times):
-        """Each candidate attends to the history context and itself: E_self [B, M, d]."""
-        keys, values, valid, times = context
-        q, k, v = (self._heads(candidates, w) for w in (self.query_kernel, self.key_kernel, self.value_kernel))
-        length = self.sequence_length
+    def candidate_weights(self, candidates, context, candidate_times):
+        """Eq 4-5 for the candidates: each one's softmax over the history slots its mask allows and
+        itself, [B, H, M, S + 1] (the last column: itself)."""
+        keys, _, mask, times = context
+        q, k = self._heads(candidates, self.query_kernel), self._heads(candidates, self.key_kernel)
         slots = ops.convert_to_tensor(self.candidate_slots, dtype="int32")
         t_c = candidate_times  # [B, M]
-        at_length = ops.convert_to_tensor(length, dtype="int32")
+        at_length = ops.convert_to_tensor(self.sequence_length, dtype="int32")
         bias_h = self.relative_bias(at_length, slots[None, None, :], t_c[:, :, None], times[:, None, :])  # [B, M, S]
         bias_self = self.relative_bias(at_length, at_length, t_c, t_c)[..., None]  # [B, M, 1]
         logits_h = ops.einsum("bmhd,bshd->bhms", q, keys) * self._scale() + bias_h[:, None]
         logits_self = ops.moveaxis(ops.sum(q * k, axis=-1), 2, 1)[..., None] * self._scale() + bias_self[:, None]
-        allowed_h = ops.broadcast_to(valid[:, None, None, :], ops.shape(logits_h))
+        mask = ops.cast(mask, "bool")
+        per_candidate = mask if len(mask.shape) == 3 else mask[:, None, :]  # [B, M or 1, S]
+        allowed_h = ops.broadcast_to(per_candidate[:, None], ops.shape(logits_h))  # [B, H, M, S]
         allowed = ops.concatenate([allowed_h, ops.ones_like(logits_self, dtype="bool")], axis=-1)
-        probs = masked_softmax(ops.concatenate([logits_h, logits_self], axis=-1), allowed)
-        out = ops.einsum("bhms,bshd->bmhd", probs[..., :-1], values)
+        return masked_softmax(ops.concatenate([logits_h, logits_self], axis=-1), allowed)
+
+    def attend_candidates(self, candidates, context, candidate_times):
+        """Each candidate attends to the history context its mask allows and to itself: E_self [B, M, d]."""
+        probs = self.candidate_weights(candidates, context, candidate_times)
+        v = self._heads(candidates, self.value_kernel)
+        out = ops.einsum("bhms,bshd->bmhd", probs[..., :-1], context[1])
         out = out + ops.moveaxis(probs[..., -1:], 1, 2) * v
         return self._merge(out)
 
-    def call(self, history, candidates, history_valid, history_times, candidate_times):
-        """Returns (E_self of the history [B, L, d], E_self of the candidates [B, M, d])."""
+    def call(self, history, candidates, history_valid, history_visible, history_times, candidate_times):
+        """Returns (E_self of the history [B, L, d], E_self of the candidates [B, M, d]); history_visible
+        [B, M, L] says which behaviours each candidate may read."""
         history_valid = ops.cast(history_valid, "bool")
         out_h, keys, values = self.attend_history(history, history_valid, history_times)
-        context = self.candidate_context(keys, values, history_valid, history_times)
+        context = self.candidate_context(keys, values, history_visible, history_times)
         return out_h, self.attend_candidates(candidates, context, candidate_times)
 
     def compute_output_spec(self, history, candidates, *args):

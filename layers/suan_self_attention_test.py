@@ -8,12 +8,13 @@ from zoo.layers.relative_attention_bias import RelativeAttentionBias
 from zoo.layers.suan_self_attention import SuanSelfAttention
 
 
-def allowed_reference(length, m, valid, window=None, dilation=1):
+def allowed_reference(length, m, valid, visible, window=None, dilation=1):
     """Brute-force §3.3.1 pattern over the target-aware sequence [L history slots, M candidates].
 
     History query i sees history key j <= i that is not padding and, when sparse, lies in the local
     window (i - j < k) or on the dilation grid ((i - j) mod r == 0). Every candidate sits at
-    position L, sees the history keys that position L may see, and itself.
+    position L, sees the history keys that position L may see and that are visible to it
+    (visible[c, j]: real and before its exposure time), and itself.
     """
     n = length + m
     allowed = np.zeros((n, n), bool)
@@ -21,7 +22,8 @@ def allowed_reference(length, m, valid, window=None, dilation=1):
         p = min(i, length)
         for j in range(length):
             near = p - j < window if window else True
-            allowed[i, j] = valid[j] and p - j >= 0 and (near or (window and (p - j) % dilation == 0))
+            readable = valid[j] if i < length else visible[i - length, j]
+            allowed[i, j] = readable and p - j >= 0 and (near or (window and (p - j) % dilation == 0))
         if i >= length:
             allowed[i, i] = True
     return allowed
@@ -56,8 +58,10 @@ class SuanSelfAttentionTest(TestCase):
         valid = np.ones((2, length), bool)
         valid[1, :pad] = False  # left padding on row 1
         hist_t = np.sort(rng.randint(0, 10**6, (2, length))).astype("int32")  # seconds
-        cand_t = (hist_t[:, -1:] + rng.randint(0, 5000, (2, m))).astype("int32")
-        return hist, cand, valid, hist_t, cand_t
+        cand_t = (hist_t[:, -1:] + rng.randint(1, 5000, (2, m))).astype("int32")
+        cand_t[:, 0] = hist_t[:, length // 2]  # candidate 0 exposed mid-history: the later half is its future
+        visible = valid[:, None, :] & (hist_t[:, None, :] < cand_t[:, :, None])  # [B, M, L]
+        return hist, cand, valid, visible, hist_t, cand_t
 
     def set_random_weights(self, layer, d, length, seed=1):
         rng = np.random.RandomState(seed)
@@ -68,14 +72,15 @@ class SuanSelfAttentionTest(TestCase):
         return w, w_pos, w_time
 
     def check_against_reference(self, length, m, window, dilation, heads=2, d=8):
-        hist, cand, valid, hist_t, cand_t = self.make_inputs(length, m, d, seed=length + m)
+        inputs = self.make_inputs(length, m, d, seed=length + m)
+        hist, cand, valid, visible, hist_t, cand_t = inputs
         layer = SuanSelfAttention(heads, length, window_size=window, dilation=dilation)
-        run = LayerRunner(layer, hist, cand, valid, hist_t, cand_t)
+        run = LayerRunner(layer, *inputs)
         w, w_pos, w_time = self.set_random_weights(layer, d, length)
-        out_h, out_c = run(hist, cand, valid, hist_t, cand_t)
+        out_h, out_c = run(*inputs)
         positions = np.concatenate([np.arange(length), np.full(m, length)])
         for b in range(2):
-            allowed = allowed_reference(length, m, valid[b], window, dilation)
+            allowed = allowed_reference(length, m, valid[b], visible[b], window, dilation)
             x = np.concatenate([hist[b], cand[b]])
             times = np.concatenate([hist_t[b], cand_t[b]]).astype("float64")
             expected = attention_reference(x, positions, times, allowed, w, heads, w_pos, w_time, length)
@@ -112,9 +117,19 @@ class SuanSelfAttentionTest(TestCase):
         for length, window, dilation, m in [(7, 2, 2, 3), (9, 3, 4, 1), (8, 1, 3, 2), (5, 2, 1, 4), (10, 4, 3, 2)]:
             self.check_against_reference(length, m, window, dilation, heads=1 if length % 2 else 2)
 
+    def test_one_mask_for_every_candidate(self):
+        """candidate_context takes hist_visible [B, M, L] or one [B, L] mask for all candidates."""
+        hist, cand, valid, _, hist_t, cand_t = self.make_inputs(6, 3, 8)
+        layer = SuanSelfAttention(2, 6, window_size=2, dilation=2)
+        LayerRunner(layer, hist, cand, valid, np.repeat(valid[:, None], 3, axis=1), hist_t, cand_t)
+        _, keys, values = layer.attend_history(hist, valid, hist_t)
+        shared = layer.attend_candidates(cand, layer.candidate_context(keys, values, valid, hist_t), cand_t)
+        masks = np.repeat(valid[:, None], 3, axis=1)
+        each = layer.attend_candidates(cand, layer.candidate_context(keys, values, masks, hist_t), cand_t)
+        self.assertAllClose(shared, each, atol=1e-6)
+
     def test_dilation_one_and_wide_window_is_full_attention(self):
-        hist, cand, valid, hist_t, cand_t = self.make_inputs(6, 2, 8)
-        args = [hist, cand, valid, hist_t, cand_t]
+        args = list(self.make_inputs(6, 2, 8))
         full = SuanSelfAttention(2, 6)
         expected = LayerRunner(full, *args)(*args)
         for window in (6, 2):  # k >= L; r = 1 with a short window (window + every farther key)
@@ -125,8 +140,7 @@ class SuanSelfAttentionTest(TestCase):
                 self.assertAllClose(a, b, atol=1e-5)
 
     def test_padding_query_outputs_zeros(self):
-        hist, cand, valid, hist_t, cand_t = self.make_inputs(6, 2, 8, pad=3)
-        args = [hist, cand, valid, hist_t, cand_t]
+        args = list(self.make_inputs(6, 2, 8, pad=3))
         for window in (None, 2):
             layer = SuanSelfAttention(2, 6, window_size=window, dilation=2 if window else 1)
             out_h, out_c = LayerRunner(layer, *args)(*args)

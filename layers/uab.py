@@ -17,9 +17,14 @@ class UAB(keras.layers.Layer):
         out = SwiGLU(x) + x                      (eq 16, `SwiGLU`)
 
     RMSNorm is keras.layers.RMSNormalization with eps 1e-6. The block runs on the history [B, L, d]
-    and the candidates [B, M, d] of the target-aware sequence; with alignment_pool="causal" it is
-    causal and candidates never reach history positions, so `encode_history` (run once per request)
-    and `encode_candidates` (run per parallel pass on its state) compute exactly what `call` does.
+    and the candidates [B, M, d] of the target-aware sequence; candidate m reads the behaviours
+    `history_visible[m]` allows (real and before its exposure time) in the self-attention and, with
+    alignment_pool="causal", in AFNet's pool. With alignment_pool="causal" the block is causal and
+    candidates never reach history positions, so `encode_history` (run once per request, for all
+    candidates) and `encode_candidates` (run per parallel pass on its state, with each candidate's
+    visibility) compute exactly what `call` does: a history token's output depends only on the
+    behaviours up to it (the history is chronological), so the ones a candidate may read carry
+    nothing from its future.
 
     Args:
         num_heads: h (self- and cross-attention).
@@ -50,7 +55,7 @@ class UAB(keras.layers.Layer):
         self.ffn = SwiGLU(dtype=policy, name="ffn")
 
     def build(self, history_shape, candidates_shape=None, profile_shape=None, history_valid_shape=None,
-              history_times_shape=None, candidate_times_shape=None):
+              history_visible_shape=None, history_times_shape=None, candidate_times_shape=None):
         for norm in (self.input_norm, self.attention_norm, self.afnet_norm):
             norm.build(history_shape)
         self.attention.build(history_shape)
@@ -63,31 +68,32 @@ class UAB(keras.layers.Layer):
         x = self.input_norm(history)
         e_self, keys, values = self.attention.attend_history(x, history_valid, history_times)
         x = self.attention_norm(e_self + x)
-        afn, pool = self.afnet.encode_history(x, profile, history_valid)
+        afn, terms = self.afnet.encode_history(x, profile, history_valid)
         x = self.afnet_norm(afn + x)
-        context = self.attention.candidate_context(keys, values, history_valid, history_times)
-        return self.ffn(x) + x, (context, pool)
+        keys, values, _, times = self.attention.candidate_context(keys, values, history_valid, history_times)
+        return self.ffn(x) + x, (keys, values, times, terms)
 
-    def encode_candidates(self, candidates, profile, state, candidate_times):
-        """Candidate part on the history state: block output [B, M, d]."""
+    def encode_candidates(self, candidates, profile, state, history_visible, candidate_times):
+        """Candidate part on the history state, history_visible [B, M, L]: block output [B, M, d]."""
         if self.alignment_pool != "causal":
             raise ZooError("the history cache needs alignment_pool='causal' (the global mean mixes candidates)")
-        context, pool = state
+        keys, values, times, terms = state
+        context = (keys, values, self.attention.candidate_mask(history_visible), times)
         x = self.input_norm(candidates)
         x = self.attention_norm(self.attention.attend_candidates(x, context, candidate_times) + x)
-        x = self.afnet_norm(self.afnet.encode_candidates(x, profile, pool) + x)
+        x = self.afnet_norm(self.afnet.encode_candidates(x, profile, terms, history_visible) + x)
         return self.ffn(x) + x
 
-    def call(self, history, candidates, profile, history_valid, history_times, candidate_times):
+    def call(self, history, candidates, profile, history_valid, history_visible, history_times, candidate_times):
         """Returns (history output [B, L, d], candidate output [B, M, d])."""
         history_valid = ops.cast(history_valid, "bool")
         if self.alignment_pool == "causal":
             history_out, state = self.encode_history(history, profile, history_valid, history_times)
-            return history_out, self.encode_candidates(candidates, profile, state, candidate_times)
+            return history_out, self.encode_candidates(candidates, profile, state, history_visible, candidate_times)
         x_h, x_c = self.input_norm(history), self.input_norm(candidates)
-        s_h, s_c = self.attention(x_h, x_c, history_valid, history_times, candidate_times)
+        s_h, s_c = self.attention(x_h, x_c, history_valid, history_visible, history_times, candidate_times)
         x_h, x_c = self.attention_norm(s_h + x_h), self.attention_norm(s_c + x_c)
-        a_h, a_c = self.afnet(x_h, x_c, profile, history_valid)
+        a_h, a_c = self.afnet(x_h, x_c, profile, history_valid, history_visible)
         x_h, x_c = self.afnet_norm(a_h + x_h), self.afnet_norm(a_c + x_c)
         return self.ffn(x_h) + x_h, self.ffn(x_c) + x_c
 

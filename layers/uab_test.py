@@ -21,11 +21,13 @@ class UABTest(TestCase):
         self.valid[1, :2] = False
         self.hist_t = np.sort(rng.randint(0, 10**6, (2, self.length))).astype("int32")  # seconds
         self.cand_t = (self.hist_t[:, -1:] + 60).repeat(self.m, 1).astype("int32")
+        self.cand_t[:, 0] = self.hist_t[:, 3]  # candidate 0 exposed at behaviour 3: behaviours 3.. are its future
+        self.visible = self.valid[:, None, :] & (self.hist_t[:, None, :] < self.cand_t[:, :, None])  # [B, M, L]
         self.rng = rng
 
     def args(self, hist=None, cand=None):
         return [self.hist if hist is None else hist, self.cand if cand is None else cand, self.profile,
-                self.valid, self.hist_t, self.cand_t]
+                self.valid, self.visible, self.hist_t, self.cand_t]
 
     def test_layer_basics(self):
         for config in ({}, {"window_size": 2, "dilation": 2}, {"alignment_pool": "global"}):
@@ -49,10 +51,10 @@ class UABTest(TestCase):
             out_h, out_c = run(*self.args())
             positions = np.concatenate([np.arange(self.length), np.full(self.m, self.length)])
             for b in range(2):
-                allowed = allowed_reference(self.length, self.m, self.valid[b], window, dilation)
+                allowed = allowed_reference(self.length, self.m, self.valid[b], self.visible[b], window, dilation)
                 valid = [j for j in range(self.length) if self.valid[b, j]]
                 pooled = [[j for j in valid if j <= i] for i in range(self.length)]
-                pooled += [valid + [self.length + c] for c in range(self.m)]
+                pooled += [[j for j in valid if self.visible[b, c, j]] + [self.length + c] for c in range(self.m)]
                 times = np.concatenate([self.hist_t[b], self.cand_t[b]]).astype("float64")
                 x = rms_norm(np.concatenate([self.hist[b], self.cand[b]]))  # eq 2
                 x = rms_norm(attention_reference(x, positions, times, allowed, att, 2, w_pos, w_time, self.length) + x)
@@ -72,9 +74,11 @@ class UABTest(TestCase):
             hist[:, 4] += 1.0  # a later behaviour changes
             cand = self.cand.copy()
             cand[:, 1] += 1.0  # candidate 1 changes
-            new_h, _ = run(*self.args(hist=hist))
+            new_h, new_c = run(*self.args(hist=hist))
             self.assertAllClose(new_h[:, :4], out_h[:, :4])
             self.assertGreater(np.abs(new_h[:, 4:] - out_h[:, 4:]).max(), 1e-3)
+            self.assertAllClose(new_c[:, 0], out_c[:, 0])  # behaviour 4 is candidate 0's future
+            self.assertGreater(np.abs(new_c[:, 1:] - out_c[:, 1:]).max(), 1e-3)
             new_h, new_c = run(*self.args(cand=cand))
             self.assertAllClose(new_h, out_h)
             self.assertAllClose(new_c[:, [0, 2]], out_c[:, [0, 2]])

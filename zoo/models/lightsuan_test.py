@@ -8,7 +8,7 @@ from tests.testing import TestCase, small_simulator
 from zoo.errors import ZooError
 from zoo.models.lightsuan import LightSUAN
 from zoo.models.suan import SUAN
-from zoo.models.suan_test import with_candidates
+from zoo.models.suan_test import with_candidates, with_future
 from zoo.serving import parallel_candidates
 
 SMALL = {"num_layers": 1, "num_heads": 2, "mlp_units": (8,), "dice_momentum": 0.9}
@@ -30,6 +30,17 @@ class LightSUANTest(TestCase):
         self.assertAllClose(parallel, alone, atol=1e-5)
         self.assertAllClose(cached, parallel, atol=1e-5)
         self.assertAllClose(alone[:, :1], self.model.predict_on_batch(self.features), atol=1e-5)
+
+    def test_no_future_behaviour_or_other_candidate_reaches_a_score(self):
+        self.run_leakage_test("lightsuan", window_size=2, dilation=3, parallel_candidates=3, **SMALL)
+
+    def test_scoring_paths_hide_the_future(self):
+        """Behaviours 4.. are candidate 0's future; slots 5 and 7 are in position L's pattern (k = 2, r = 3)."""
+        now, future = with_future(self.features, 7)
+        for use_cache in (False, True):
+            before, after = (self.model.score_candidates(f, use_cache=use_cache) for f in (now, future))
+            self.assertAllClose(after[:, 0], before[:, 0], atol=1e-5, msg=f"cache {use_cache}")
+            self.assertGreater(np.abs(after[:, 1:] - before[:, 1:]).max(), 1e-6)
 
     def test_other_candidates_and_placeholders_never_change_a_score(self):
         many = with_candidates(self.features, 3, seed=1)

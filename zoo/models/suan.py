@@ -7,7 +7,6 @@ from keras import ops
 from zoo.errors import ZooError
 from zoo.layers.dice_mlp import DiceMLP
 from zoo.layers.feature_embedding import FeatureEmbedding
-from zoo.layers.masked_softmax import masked_softmax
 from zoo.layers.suan_encoder import SuanEncoder
 from zoo.models.zoo_model import ZooModel
 from zoo.registry import register
@@ -73,18 +72,7 @@ class _ScorerCache:
 def _candidate_attention(attention, candidates, context, candidate_times):
     """The weights of `SuanSelfAttention.attend_candidates` (eq 4-5): each candidate's softmax over the
     history slots it may attend to and itself, [B, H, M, S + 1] (the last column: itself)."""
-    keys, _, valid, times = context
-    q = attention._heads(candidates, attention.query_kernel)
-    k = attention._heads(candidates, attention.key_kernel)
-    slots = ops.convert_to_tensor(attention.candidate_slots, dtype="int32")
-    at_length = ops.convert_to_tensor(attention.sequence_length, dtype="int32")
-    bias_h = attention.relative_bias(at_length, slots[None, None, :], candidate_times[:, :, None], times[:, None, :])
-    bias_self = attention.relative_bias(at_length, at_length, candidate_times, candidate_times)[..., None]
-    logits_h = ops.einsum("bmhd,bshd->bhms", q, keys) * attention._scale() + bias_h[:, None]
-    logits_self = ops.moveaxis(ops.sum(q * k, axis=-1), 2, 1)[..., None] * attention._scale() + bias_self[:, None]
-    allowed_h = ops.broadcast_to(valid[:, None, None, :], ops.shape(logits_h))
-    allowed = ops.concatenate([allowed_h, ops.ones_like(logits_self, dtype="bool")], axis=-1)
-    return masked_softmax(ops.concatenate([logits_h, logits_self], axis=-1), allowed)
+    return attention.candidate_weights(candidates, context, candidate_times)
 
 
 def _balanced(total, most):
@@ -109,13 +97,17 @@ class SUAN(ZooModel):
     SUAN's self-attention is full (window_size=None, dilation=1); LightSUAN (zoo/models/lightsuan.py)
     is this class with sparse attention and m2 = 32 parallel candidates by default.
 
-    Candidates: the M candidates all sit at position L after the history; each sees the history and
-    itself, never another candidate, so a row with M candidates scores each as if it alone followed
-    the history. Parallel inference (§3.3.1) scores m1 candidates in ceil(m1 / m2) passes of m2:
-    `score_all` in keras.ops (what the exported `score_all` signature runs) and `score_candidates`
-    (NumPy in, NumPy out, split into compiled calls of bounded size). With alignment_pool="causal"
-    both encode each request's history once and reuse it in every pass (the history cache), exact
-    because the encoder is causal and candidates never reach history positions.
+    Candidates: the M candidates all sit at position L after the history; each sees the behaviours
+    before its exposure time (FeatureEmbedding's hist_visible) and itself, never a later behaviour
+    or another candidate, so a row with M candidates scores each as if it alone followed the
+    behaviours visible to it. Parallel inference (§3.3.1) scores m1 candidates in ceil(m1 / m2)
+    passes of m2: `score_all` in keras.ops (what the exported `score_all` signature runs) and
+    `score_candidates` (NumPy in, NumPy out, split into compiled calls of bounded size). With
+    alignment_pool="causal" both encode each request's history once and reuse it in every pass (the
+    history cache), exact because the encoder is causal (a behaviour's state depends only on the
+    behaviours up to it), candidates never reach history positions, and each candidate reads the
+    cached states through its own visibility. With alignment_pool="global" the one mean of eq 11
+    mixes every position, later behaviours and other candidates included (see AFNet).
 
     Training: the paper pads each 1-candidate training row with m2 - 1 placeholders so that training
     sees the parallel attention pattern. Here a candidate's attention pattern does not depend on its
@@ -160,8 +152,8 @@ class SUAN(ZooModel):
             share_relative_bias=share_relative_bias, name="encoder",
         )
         candidates = encoder(
-            embedded["hist"], embedded["cand"], embedded["hist_valid"], inputs["hist_time"], inputs["cand_time"],
-            self._profile(schema, embedded),
+            embedded["hist"], embedded["cand"], embedded["hist_valid"], embedded["hist_visible"], inputs["hist_time"],
+            inputs["cand_time"], self._profile(schema, embedded),
         )
         mlp = DiceMLP(mlp_units, dice_momentum=dice_momentum, name="mlp")
         logit = keras.layers.Identity(name="logit")(_head_logit(mlp, candidates, _head_context(embedded)))
@@ -202,7 +194,8 @@ class SUAN(ZooModel):
 
         The request is the batch's row with the most real behaviours, its first candidate. Returns
         NumPy: "attention" [l, h, L + 1], the weights of the candidate token on history slots 0..L-1 and
-        on itself (last column), NaN where it may not attend (padding, outside the sparse pattern);
+        on itself (last column), NaN where it may not attend (padding, behaviours at or after its
+        exposure time, outside the sparse pattern);
         "hist_valid" [L]; "row" (its index in the batch); "model" (the registered name).
         """
         valid = np.zeros(np.shape(features[f"hist_{self.schema.field_names('hist')[0]}"]), bool)
@@ -220,7 +213,8 @@ class SUAN(ZooModel):
         slots = self.get_layer("encoder").blocks[0].attention.candidate_slots + [length]
         attention = np.full((self.num_layers, self.num_heads, length + 1), np.nan)
         attention[:, :, slots] = probs[0]
-        attention[:, :, np.r_[~valid[row], False]] = np.nan  # padding is never attended
+        later = np.asarray(request["hist_time"])[0] >= np.asarray(request["cand_time"])[0, 0]
+        attention[:, :, np.r_[~valid[row] | later, False]] = np.nan  # padding and the future are never attended
         return {"attention": attention, "hist_valid": valid[row], "row": row, "model": self.registered_name}
 
     def candidate_attention(self, features):
@@ -229,16 +223,17 @@ class SUAN(ZooModel):
         embedded = self.get_layer("embedding")(features, training=False)
         encoder = self.get_layer("encoder")
         hist_time, cand_time = (ops.convert_to_tensor(features[key]) for key in ("hist_time", "cand_time"))
+        visible = embedded["hist_visible"][:, :1]
         x, valid, times, reference = encoder._embed_history(embedded["hist"], embedded["hist_valid"], hist_time)
-        c, c_times = encoder._embed_candidates(embedded["cand"][:, :1], cand_time[:, :1], reference, valid[:, -1:])
+        c, c_times = encoder._embed_candidates(embedded["cand"][:, :1], cand_time[:, :1], visible, times, reference)
         profile = self._profile(self.schema, embedded)
         weights = []
         for block in encoder.blocks:
             attention = block.attention
             _, keys, values = attention.attend_history(block.input_norm(x), valid, times)
-            context = attention.candidate_context(keys, values, valid, times)
+            context = attention.candidate_context(keys, values, visible, times)
             weights.append(_candidate_attention(attention, block.input_norm(c), context, c_times)[:, :, 0])
-            x, c = block(x, c, profile, valid, times, c_times)
+            x, c = block(x, c, profile, valid, visible, times, c_times)
         return ops.stack(weights, axis=1)
 
     # ------------------------------------------------------------------ parallel inference (§3.3.1)
@@ -256,9 +251,9 @@ class SUAN(ZooModel):
         ceil(m1 / m2) * m2 and reshaped so that pass p of row b is row b * passes + p of one batch of
         m2-candidate passes. With `use_cache` each row's history is encoded once and its cache
         repeated for its passes; without it every pass runs the whole target-aware sequence.
-        Placeholders never change a real candidate's score (each candidate sees the history and
-        itself only); with alignment_pool="global" the candidates of one pass shift each other's
-        scores (see AFNet) and `use_cache` is refused.
+        Placeholders never change a real candidate's score (each candidate sees the behaviours
+        before its exposure time and itself only); with alignment_pool="global" the candidates of
+        one pass shift each other's scores (see AFNet) and `use_cache` is refused.
         """
         m2 = self._scoring_m2(parallel_candidates, use_cache)
         embedding, encoder, mlp = self.get_layer("embedding"), self.get_layer("encoder"), self.get_layer("mlp")
@@ -277,14 +272,16 @@ class SUAN(ZooModel):
             return ops.repeat(x, passes, axis=0)
 
         candidates, candidate_time = to_passes(candidates), to_passes(candidate_time)
+        visible = to_passes(embedded["hist_visible"])  # [B * passes, m2, L]
         profile = self._profile(self.schema, embedded)
         if use_cache:
             _, cache = encoder.encode_history(embedded["hist"], embedded["hist_valid"], features["hist_time"], profile)
-            out = encoder.encode_candidates(candidates, candidate_time, keras.tree.map_structure(per_pass, cache))
+            cache = keras.tree.map_structure(per_pass, cache)
+            out = encoder.encode_candidates(candidates, candidate_time, visible, cache)
         else:
             history = (embedded["hist"], embedded["hist_valid"], ops.convert_to_tensor(features["hist_time"]))
             history = [per_pass(x) for x in history]
-            out = encoder(history[0], candidates, history[1], history[2], candidate_time, per_pass(profile))
+            out = encoder(history[0], candidates, history[1], visible, history[2], candidate_time, per_pass(profile))
         context = _head_context(embedded)
         logit = _head_logit(mlp, out, None if context is None else per_pass(context), training=False)  # [B*passes, m2]
         pctr = ops.sigmoid(logit)

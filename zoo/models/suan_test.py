@@ -22,6 +22,21 @@ def with_candidates(features, m1, seed=0):
     return out
 
 
+def with_future(features, m1, cut=4, seed=0):
+    """`with_candidates(features, m1)` with candidate 0 exposed at the time of behaviour `cut` (the
+    others after the history), and a copy whose real behaviours cut.. (candidate 0's future) have
+    other ids and times 30 s later, still chronological."""
+    rng = np.random.default_rng(seed)
+    now = with_candidates(features, m1, seed)
+    now["cand_time"] = now["cand_time"].copy()
+    now["cand_time"][:, 0] = features["hist_time"][:, cut]
+    later = (np.arange(features["hist_time"].shape[1]) >= cut) & (features["hist_item_id"] > 0)  # [B, L]
+    future = dict(now, hist_time=np.where(later, now["hist_time"] + 30, now["hist_time"]))
+    for key, vocabulary in (("hist_item_id", 62), ("hist_category", 8), ("hist_behavior", 6)):
+        future[key] = np.where(later, rng.integers(1, vocabulary - 1, later.shape), now[key]).astype("int32")
+    return now, future
+
+
 class SUANTest(TestCase):
     @classmethod
     def setUpClass(cls):
@@ -67,6 +82,19 @@ class SUANTest(TestCase):
             split = self.model.score_candidates(some, parallel_candidates=2, rows_per_call=rows_per_call)
             self.assertAllClose(split, alone[:rows], atol=1e-5, msg=f"rows_per_call {rows_per_call}")
         self.assertAllClose(alone[:, :1], self.model.predict_on_batch(self.features), atol=1e-5)
+
+    def test_no_future_behaviour_or_other_candidate_reaches_a_score(self):
+        self.run_leakage_test("suan", **SMALL)
+
+    def test_scoring_paths_hide_the_future(self):
+        """score_candidates (parallel passes, with and without the history cache) hides from each
+        candidate the behaviours at or after its exposure time, as the model's call does."""
+        now, future = with_future(self.features, 3)
+        for m2, use_cache in ((1, False), (3, False), (2, True), (3, True)):
+            before = self.model.score_candidates(now, parallel_candidates=m2, use_cache=use_cache)
+            after = self.model.score_candidates(future, parallel_candidates=m2, use_cache=use_cache)
+            self.assertAllClose(after[:, 0], before[:, 0], atol=1e-5, msg=f"m2 {m2} cache {use_cache}")
+            self.assertGreater(np.abs(after[:, 1:] - before[:, 1:]).max(), 1e-6)
 
     def test_earlier_positions_ignore_later_behaviours(self):
         embedding, encoder = self.model.get_layer("embedding"), self.model.get_layer("encoder")
