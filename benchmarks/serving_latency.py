@@ -2,6 +2,7 @@
 
     python benchmarks/serving_latency.py                      # shipped presets din, lightsuan, rest on CPU
     python benchmarks/serving_latency.py --requests 500 --rounds 3 --concurrency 1 4
+    python benchmarks/serving_latency.py --raw                # lightsuan raw vs id signature, m1 = 512, L = 200
 
 Three requests, each on its shipped preset (trained weights, the simulator's schema, L = 30):
 - din `serving_default`: one request = `--rows` rows (a user's candidates, M = 1 each);
@@ -204,6 +205,77 @@ def describe(args):
             "rest": f"rest encode + decode, 1 history, N = {args.candidates}"}
 
 
+def raw_vs_id(args):
+    """`--raw`: LightSUAN's raw signature (the preset's preprocessing in the graph: lookups, ISO times, the
+    history's ordering and cut) against its id signature `score_all` on the same request: one row,
+    m1 = --m1 candidates, a history of L = --length behaviours, in one TensorFlow-only process; p50 / p99."""
+    sys.path.insert(0, str(ROOT))
+    import numpy as np
+
+    import zoo
+    from tests.impression_logs import impression_spec, write_impression_log
+    from zoo.datasets import prepare
+    from zoo.serving.request import build_request
+
+    with tempfile.TemporaryDirectory(prefix="zoo-raw-") as scratch:
+        log = write_impression_log(os.path.join(scratch, "log.csv"), rows=4 * args.length, users=2,
+                                   items=args.m1 + 20)
+        processed = prepare(impression_spec(sequence_length=args.length), log, cache_dir=scratch, verbose=False)
+        model = zoo.get("lightsuan", schema=processed.schema, num_layers=1, mlp_units=(64,))
+        state = processed.preprocessing()
+        model.save_to_preset(os.path.join(scratch, "preset"), preprocessing=state)
+        zoo.export(os.path.join(scratch, "preset"), os.path.join(scratch, "export", "1"), signature="raw")
+        body, lines = build_request(state, log, 4 * args.length)
+        row = int(np.argmax([sum(v != "" for v in h) for h in body["inputs"]["history_item_id"]]))
+        raw = {k: np.asarray(v)[row:row + 1] for k, v in body["inputs"].items()}
+        tokens = state["fitted"]["item_id"]["tokens"][:args.m1]
+        raw["item_id"] = np.asarray([tokens + tokens[: args.m1 - len(tokens)]])
+        for key in ("category", "title"):
+            raw[key] = np.repeat(raw[key][:, :1], args.m1, axis=1)
+        graph = zoo.serving.raw.RawPreprocessing(state, processed.schema)
+        import tensorflow as tf
+
+        features, _, _ = graph({k: tf.constant(v) for k, v in raw.items()})
+        ids = {k: v.numpy() for k, v in features.items()}
+        history = int((ids["hist_item_id"] > 0).sum())
+        code = f"""
+import json, sys, time
+sys.modules["keras"] = None; sys.modules["zoo"] = None
+import numpy as np, tensorflow as tf
+loaded = tf.saved_model.load({os.path.join(scratch, "export", "1")!r})
+cases = np.load({os.path.join(scratch, "cases.npz")!r})
+out = {{}}
+for name in ("raw", "score_all"):
+    f = loaded.signatures[name]
+    specs = f.structured_input_signature[1]
+    inputs = {{k.split("/", 1)[1]: tf.constant(cases[k], dtype=specs[k.split("/", 1)[1]].dtype)
+              for k in cases.files if k.startswith(name + "/")}}
+    for _ in range({args.warmup}):
+        f(**inputs)
+    times = []
+    for _ in range({args.requests}):
+        start = time.perf_counter(); result = f(**inputs); times.append(time.perf_counter() - start)
+    out[name] = {{"p50_ms": 1000 * float(np.percentile(times, 50)), "p99_ms": 1000 * float(np.percentile(times, 99)),
+                 "pctr": result["pctr"].numpy().tolist()}}
+print("RESULT " + json.dumps(out))
+"""
+        np.savez(os.path.join(scratch, "cases.npz"), **{f"raw/{k}": v for k, v in raw.items()},
+                 **{f"score_all/{k}": v for k, v in ids.items()})
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+        done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        result = next((json.loads(x[7:]) for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
+        if result is None:
+            raise SystemExit(f"the SavedModel side failed:\n{done.stderr[-3000:]}")
+    raw_ms, id_ms = result["raw"], result["score_all"]
+    diff = float(np.max(np.abs(np.asarray(raw_ms["pctr"]) - np.asarray(id_ms["pctr"]))))
+    print(f"CPU ({os.cpu_count()} cores), lightsuan (1 UAB, L = {args.length}), one row x m1 = {args.m1} candidates, "
+          f"history of {history} behaviours; {args.requests} requests, TensorFlow-only process")
+    print(f"{'signature':<12}{'p50 ms':>9}{'p99 ms':>9}")
+    for name, r in (("score_all", id_ms), ("raw", raw_ms)):
+        print(f"{name:<12}{r['p50_ms']:>9.2f}{r['p99_ms']:>9.2f}")
+    print(f"raw / id p50 = {raw_ms['p50_ms'] / id_ms['p50_ms']:.2f} (goal <= 1.5); max |raw - id| = {diff:.1e}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES)
@@ -217,7 +289,13 @@ def main(argv=None):
     parser.add_argument("--keras-backend", default="tensorflow", choices=["tensorflow", "jax", "torch"])
     parser.add_argument("--keras-worker", help=argparse.SUPPRESS)
     parser.add_argument("--savedmodel-worker", help=argparse.SUPPRESS)
+    parser.add_argument("--raw", action="store_true", help="only LightSUAN's raw signature against its id signature "
+                        "(m1 = --m1, L = --length)")
+    parser.add_argument("--length", type=int, default=200, help="history length L of the --raw comparison")
     args = parser.parse_args(argv)
+    if args.raw:
+        raw_vs_id(args)
+        return
     if args.keras_worker or args.savedmodel_worker:
         worker = json.loads(args.keras_worker or args.savedmodel_worker)
         worker["concurrency"] = [int(c) for c in worker["concurrency"]]
