@@ -1,6 +1,7 @@
 """Examples/s of each data pipeline (after caching) vs the training consumption rate of its model.
 
     python benchmarks/data_pipeline.py [--data ../shared/data] [--batch-size 256] [--batches 40]
+    python benchmarks/data_pipeline.py --criteo-rows 1000000 4000000   # ingest: the engine vs bare parsers
 
 For each data set: (1) the processed cache is built (not timed), (2) the tf.data pipeline of the
 training split is iterated for --batches batches (examples/s), (3) the matching model (DeRes-P for
@@ -67,13 +68,106 @@ def model_rate(name, schema, dataset, steps):
     return name, seen / (time.perf_counter() - start)
 
 
+# Criteo-format generator: DLRM's published Kaggle Criteo table sizes (the cardinalities a full file reaches).
+CRITEO_CARDINALITY = (1460, 583, 10131227, 2202608, 305, 24, 12517, 633, 3, 93145, 5683, 8351593, 3194, 27, 14992,
+                      5461306, 10, 5652, 2173, 4, 7046547, 18, 15, 286181, 105, 142572)
+
+
+def write_criteo(path, rows, seed=0):
+    """A tab-separated Criteo train.txt of `rows` rows: ~26% positives, 13 counts (~21% empty), 26 hashed
+    categories whose cardinality grows with the file toward DLRM's table sizes (Zipf-like draws)."""
+    rng = np.random.default_rng(seed)
+    with open(path, "w") as f:
+        for start in range(0, rows, 100_000):
+            n = min(100_000, rows - start)
+            label = (rng.random(n) < 0.26).astype(int)
+            counts = np.floor(rng.lognormal(1.5, 1.6, size=(n, 13))).astype(np.int64)
+            empty = rng.random((n, 13)) < 0.21
+            columns = [label.astype(str)]
+            columns += [np.where(empty[:, j], "", counts[:, j].astype(str)) for j in range(13)]
+            for cardinality in CRITEO_CARDINALITY:
+                seen = min(cardinality, max(10, int(cardinality * min(1.0, (start + n) / 45_840_617)) + 1))
+                ids = np.minimum(rng.zipf(1.2, n) - 1, seen - 1) * 2654435761 % (2**32)
+                columns.append(np.char.mod("%08x", ids))
+            f.write("\n".join("\t".join(row) for row in zip(*columns)) + "\n")
+
+
+def criteo_ingest(rows, scratch):
+    """Builds the Criteo deres cache of a generated file in a fresh process (CPU-s, wall, peak RSS), and
+    times pyarrow's (and polars', when installed) bare parse of the same file."""
+    import json
+    import subprocess
+    import sys
+
+    path = os.path.join(scratch, f"criteo-{rows}", "train.txt")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    write_criteo(path, rows)
+    code = """
+import json, os, resource, sys, time
+variant, path, cache = sys.argv[1:]
+if variant == "zoo":
+    import zoo.datasets  # imported before the clock starts: the build is timed, not TensorFlow's start-up
+start, cpu = time.perf_counter(), time.process_time()
+if variant == "zoo":
+    zoo.datasets.prepare("criteo", path, protocol="deres", cache_dir=cache, verbose=False)
+elif variant == "pyarrow":
+    import pyarrow as pa, pyarrow.csv as pcsv
+    names = ["c%d" % i for i in range(40)]
+    reader = pcsv.open_csv(path, read_options=pcsv.ReadOptions(column_names=names),
+                           parse_options=pcsv.ParseOptions(delimiter="\\t", quote_char=False),
+                           convert_options=pcsv.ConvertOptions(column_types={n: pa.string() for n in names}))
+    for batch in reader:
+        pass
+else:
+    import polars as pl
+    pl.read_csv(path, separator="\\t", has_header=False, infer_schema_length=0, quote_char=None)
+peak = [int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM")][0]
+print(json.dumps({"wall": time.perf_counter() - start, "cpu": time.process_time() - cpu, "rss_mib": peak / 1024}))
+"""
+    results = {}
+    for variant in ("zoo", "pyarrow", "polars"):
+        done = subprocess.run([sys.executable, "-c", code, variant, path, os.path.join(scratch, "cache")],
+                              capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+        if done.returncode != 0:
+            results[variant] = None  # polars not installed
+            continue
+        results[variant] = json.loads(done.stdout.strip().splitlines()[-1])
+    size = os.path.getsize(path)
+    os.remove(path)
+    return results, size
+
+
+def criteo_main(args):
+    scratch = tempfile.mkdtemp(prefix="zoo-criteo-")
+    try:
+        print("Criteo deres cache build of a generated train.txt (CPU-s of the build, after imports; peak RSS "
+              "of the whole process)")
+        print(f"{'rows':>10s} {'MB':>7s} {'variant':>9s} {'CPU-s':>8s} {'wall s':>8s} {'rows/CPU-s':>11s} {'peak MiB':>9s}")
+        for rows in args.criteo_rows:
+            results, size = criteo_ingest(rows, scratch)
+            for variant, r in results.items():
+                if r is None:
+                    print(f"{rows:>10,d} {size / 1e6:7.0f} {variant:>9s}  (not installed)")
+                    continue
+                print(f"{rows:>10,d} {size / 1e6:7.0f} {variant:>9s} {r['cpu']:8.1f} {r['wall']:8.1f} "
+                      f"{rows / r['cpu']:11,.0f} {r['rss_mib']:9.0f}")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--criteo-rows", type=int, nargs="+",
+                        help="instead: build the Criteo deres cache of generated files of these sizes (e.g. 1000000 "
+                             "4000000) against pyarrow's and polars' bare parse")
     parser.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--batches", type=int, default=40)
     parser.add_argument("--steps", type=int, default=5)
     args = parser.parse_args()
+    if args.criteo_rows:
+        criteo_main(args)
+        return
     scratch = tempfile.mkdtemp(prefix="zoo-bench-")
     cache = os.path.join(scratch, "cache")
     print(f"backend {keras.backend.backend()}, batch {args.batch_size}")

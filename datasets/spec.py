@@ -41,7 +41,9 @@ Sections (every key is checked: an unknown one is refused by name, with the clos
   `hash_buckets` N (id = 1 + fingerprint64(value) mod N, for unbounded cardinalities); an empty value is
   its own value. numeric: `log1p` (sign kept), `fill` "mean" (training mean) or a number for missing
   values (counted as repaired), then `scale` "standardize" (role num) or `buckets` N equal-frequency
-  buckets fitted on training values (an id feature, roles user/cand/ctx). list (role hist): `separator`
+  buckets fitted on training values (an id feature, roles user/cand/ctx); or `bars: true` (BARS' Criteo
+  rule: missing -> 0, x > 2 -> floor(ln(x)^2), else int(x), as a category with `min_count`). list (role
+  hist): `separator`
   (CSV; Parquet/JSON lists are native), oldest first; it shares the vocabulary of the cand column of
   the same feature name when there is one.
 - `history`: `{"from": "log", "fields": [...], "only": rule, "min_length": 0}`: each row's history is its
@@ -82,7 +84,7 @@ _KEYS = {
     "label": ("column", "op", "value", "events", "negatives", "seed"),
     "time": ("column", "format", "utc_offset_hours", "derive", "on_error"),
     "column": ("role", "feature", "type", "min_count", "max_size", "hash_buckets", "log1p", "fill", "scale",
-               "buckets", "separator", "embedding_dim"),
+               "buckets", "bars", "separator", "embedding_dim"),
     "history": ("from", "fields", "only", "min_length"),
     "rule": ("column", "op", "value"),
     "split": ("by", "fractions", "seed", "validation", "test"),
@@ -313,7 +315,7 @@ class DataSpec:
                        "embedding_dim": _positive_int(options.get("embedding_dim", self.embedding_dim),
                                                       f"{where} 'embedding_dim'")}
             allowed = {"categorical": ("min_count", "max_size", "hash_buckets"),
-                       "numeric": ("log1p", "fill", "scale", "buckets"),
+                       "numeric": ("log1p", "fill", "scale", "buckets", "bars", "min_count"),
                        "list": ("min_count", "max_size", "hash_buckets", "separator")}[kind]
             for key in options:
                 if key not in ("role", "feature", "type", "embedding_dim") + allowed:
@@ -334,7 +336,18 @@ class DataSpec:
                 if checked["separator"] is not None and (not isinstance(checked["separator"], str)
                                                          or not checked["separator"]):
                     raise ZooError(f"spec {where}: 'separator' should be a non-empty string")
-            if kind == "numeric":
+            if kind == "numeric" and options.get("bars"):
+                if options["bars"] is not True or role not in ("user", "cand", "ctx"):
+                    raise ZooError(f"spec {where}: bars: true makes a numeric an id (BARS' floor(ln(x)^2) token): "
+                                   "role user, cand or ctx")
+                for key in ("log1p", "fill", "scale", "buckets"):
+                    if key in options:
+                        raise ZooError(f"spec {where}: '{key}' does not go with bars")
+                checked.update(bars=True, min_count=_positive_int(options.get("min_count", 1), f"{where} 'min_count'"),
+                               max_size=None, hash_buckets=None)
+            elif kind == "numeric":
+                if "min_count" in options:
+                    raise ZooError(f"spec {where}: 'min_count' is for categorical (or bars) columns")
                 checked["log1p"] = bool(options.get("log1p", False))
                 fill = options.get("fill", "mean")
                 if fill != "mean" and (not isinstance(fill, (int, float)) or isinstance(fill, bool)):

@@ -35,12 +35,13 @@ DERIVED_SIZES = {"hour": 26, "weekday": 9}  # ids 1..24 / 1..7, then OOV
 TIME_BITS = 34  # (time - earliest) < 2**34 s (544 years) beside the user code in one sortable int64 key
 
 
-def build(spec, files, out_dir, verbose="auto", fitted=None):
+def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "spec", {})):
     """Reads `files` under `spec` (a DataSpec, dict or file), fits (or applies `fitted`) and writes the
-    processed data set into `out_dir`; returns its info."""
+    processed data set into `out_dir`; returns its info. `origin`: (data set, protocol, options) recorded in
+    the fitted state (a paper reader that builds through the engine names itself there)."""
     spec = DataSpec.read(spec if fitted is None else fitted["spec"])
     data, accounts = _read(spec, files, scoring=fitted is not None)
-    return _Build(spec, data, accounts, out_dir, fitted, verbose).run()
+    return _Build(spec, data, accounts, out_dir, fitted, verbose, origin).run()
 
 
 # ---------------------------------------------------------------------------------------- reading
@@ -73,7 +74,8 @@ def _read(spec, files, scoring):
             parts["file"].append(np.full(int(keep.sum()), index, np.int32))
             if spec.history_from_log() and spec.history["only"] is not None:
                 parts["rule"].append(spec_reading.rule_holds(chunk, spec.history["only"])[keep])
-            rows = pa.array(np.flatnonzero(keep))
+            kept_all = bool(keep.all())
+            rows = None if kept_all else pa.array(np.flatnonzero(keep))
             for name in {spec.user, spec.item} | set(spec.columns):
                 if name is None:
                     continue
@@ -85,20 +87,38 @@ def _read(spec, files, scoring):
                     row_of = np.repeat(np.arange(chunk.rows), lengths)
                     lists.setdefault(name, []).append((tokens[keep[row_of]], lengths[keep]))
                 else:
-                    texts.setdefault(name, []).append(spec_reading.as_text(chunk.columns[name]).take(rows))
+                    text = spec_reading.as_text(chunk.columns[name])
+                    texts.setdefault(name, []).append(text if kept_all else text.take(rows))
+        if not repairs.read:
+            if spec.source.get("header"):
+                raise ZooError(f"{path}: the file holds only its header line, no data rows")
+            raise ZooError(f"{path}: the file holds only blank lines, no data rows" if repairs.blank_lines
+                           else f"{path}: the file is empty")
     data = {key: np.concatenate(values) if values else None for key, values in parts.items()}
     data["labeled"] = labeled
-    data["text"] = {name: pa.chunked_array(chunks, pa.string()).combine_chunks() for name, chunks in texts.items()}
+    data["text"] = {name: pa.chunked_array(chunks, pa.string()) for name, chunks in texts.items()}
     data["numeric"] = {name: np.concatenate(chunks) for name, chunks in numbers.items()}
     data["list"] = {name: (np.concatenate([t for t, _ in chunks]), np.concatenate([n for _, n in chunks]))
                     for name, chunks in lists.items()}
     return data, accounts
 
 
+def _bars_tokens(values):
+    """BARS' numeric-as-category token (Criteo_x4): missing -> 0; x > 2 -> floor(ln(x)^2), else int(x)."""
+    values = np.where(np.isnan(values), 0.0, values)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        squared = np.floor(np.log(np.where(values > 2, values, 3.0)) ** 2)
+    tokens = np.where(values > 2, squared, np.trunc(values)).astype(np.int64)
+    import pyarrow as pa
+
+    return pa.array(tokens.astype(str), pa.string())
+
+
 # ---------------------------------------------------------------------------------------- building
 class _Build:
-    def __init__(self, spec, data, accounts, out_dir, fitted, verbose):
+    def __init__(self, spec, data, accounts, out_dir, fitted, verbose, origin):
         self.spec, self.data, self.accounts, self.out_dir = spec, data, accounts, out_dir
+        self.origin = origin
         self.fitted, self.verbose = fitted, verbose
         self.rows = data["label"].shape[0]
         self.repaired = np.zeros(self.rows, bool)
@@ -131,8 +151,9 @@ class _Build:
             events.write_events(self.out_dir, schema, events_store, samples, info)
         if self.fitted is None:
             state = {
-                "format": fitted_state.FORMAT, "version": fitted_state.VERSION, "dataset": "spec", "protocol": "spec",
-                "options": {}, "schema": schema.to_dict(), "fitted": self.states,
+                "format": fitted_state.FORMAT, "version": fitted_state.VERSION, "dataset": self.origin[0],
+                "protocol": self.origin[1], "options": dict(self.origin[2]), "schema": schema.to_dict(),
+                "fitted": self.states,
                 "info": {"sample_rate": info["sample_rate"]}, "spec": self.spec.to_dict(),
             }
             fitted_state.save_preprocessing(state, self.out_dir)
@@ -146,11 +167,11 @@ class _Build:
             import pyarrow as pa
             import pyarrow.compute as pc
 
-            encoded = pc.dictionary_encode(data["text"][spec.user])
+            users = data["text"][spec.user]
+            encoded = pc.dictionary_encode(users.combine_chunks() if isinstance(users, pa.ChunkedArray) else users)
             rank = np.empty(len(encoded.dictionary), np.int64)
             rank[np.asarray(pc.array_sort_indices(encoded.dictionary))] = np.arange(len(encoded.dictionary))
             self.user_code = rank[np.asarray(encoded.indices)]
-            del pa
         if spec.history_from_log() or spec.split["by"] == "user":
             order = np.lexsort((np.arange(self.rows), data["time"] if data["time"] is not None
                                 else np.zeros(self.rows, np.int64), self.user_code))
@@ -206,9 +227,14 @@ class _Build:
         """{column: ids [n] int32 or values [n] float32}, and for list columns (tokens ids, lengths)."""
         out = {}
         columns = self.spec.columns
+        keep_text = {self.spec.user} if self.spec.user else set()
         for name, options in columns.items():
             if options["type"] == "categorical":
                 out[name] = self._categorical(name, options, self.data["text"][name], train)
+                if name not in keep_text:
+                    del self.data["text"][name]  # encoded: its text is not needed again (memory)
+            elif options["type"] == "numeric" and options.get("bars"):
+                out[name] = self._categorical(name, options, _bars_tokens(self.data["numeric"][name]), train)
             elif options["type"] == "numeric":
                 out[name] = self._numeric(name, options, self.data["numeric"][name], train)
         for name, options in columns.items():
@@ -238,8 +264,8 @@ class _Build:
             import pyarrow as pa
             import pyarrow.compute as pc
 
-            array = values if isinstance(values, pa.Array) else pa.array(values, pa.string())
-            counts = pc.value_counts(array.filter(pa.array(train)))
+            array = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(values, pa.string())
+            counts = pc.value_counts(pc.filter(array, pa.array(train)))
             tokens = np.asarray(counts.field("values").to_numpy(zero_copy_only=False), dtype=object)
             count = np.asarray(counts.field("counts"), dtype=np.int64)
             keep = count >= options["min_count"]
@@ -259,7 +285,7 @@ class _Build:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        array = values if isinstance(values, pa.Array) else pa.array(values, pa.string())
+        array = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(values, pa.string())
         if state["kind"] == "hashed":
             import tensorflow as tf
 
@@ -273,7 +299,7 @@ class _Build:
         if self.fitted is not None:
             unknown = ids == len(tokens) + 1
             self.unknown[name] = {"rows": int(unknown.sum()),
-                                  "values": int(len(pc.unique(array.filter(pa.array(unknown)))))}
+                                  "values": int(len(pc.unique(pc.filter(array, pa.array(unknown)))))}
         return ids
 
     def _numeric(self, name, options, values, train):
@@ -423,7 +449,7 @@ class _Build:
             if state["kind"] == "hashed":
                 return state["buckets"] + 2, True
             if state["kind"] == "numeric":
-                return len(state["edges"]) + 3, False  # ids 1..len(edges)+1, then OOV (unused)
+                return state["buckets"] + 2, False  # ids 1..len(edges)+1 <= buckets, then OOV (unused)
             return len(state["tokens"]) + 2, False
 
         by_feature = {(o["role"], o["feature"]): n for n, o in spec.columns.items()}

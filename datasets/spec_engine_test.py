@@ -147,7 +147,7 @@ class ImpressionLogTest(TestCase):
         header = "clicked,ts,item_id,title,user_id,price,category,device\n"
         good = '0,2024-03-01T08:00:00Z,a,"t, 1",u1,1.5,c,ios\n'
         fails(None, header + good + '2,2024-03-01T09:00:00Z,a,t,u1,1,c,ios\n',
-              r"bad\.csv, line 3: column 'clicked' should be a 0/1 label, found '2'")
+              r"bad\.csv, line 3: column 'clicked' should be 0 or 1, found '2'")
         fails(None, header + good + "1,yesterday,a,t,u1,1,c,ios\n",
               r"bad\.csv, line 3: column 'ts' should be an ISO 8601 time .*'yesterday'")
         fails(None, header + good + "1,2024-03-01T09:00:00Z,a,t,u1,cheap,c,ios\n",

@@ -18,6 +18,7 @@ import os
 
 import numpy as np
 
+from zoo.datasets.reading import TRUNCATED
 from zoo.errors import ZooError
 
 BLOCK_BYTES = 16 * 2**20
@@ -116,12 +117,22 @@ def read_chunks(path, source, columns, repairs):
     if fmt == "csv":
         import pyarrow.csv as pcsv
 
-        def invalid(row):
-            raise ZooError(
-                f"{path}: a row has {row.actual_columns} fields where the file has {row.expected_columns}: "
-                f"{row.text[:80]!r}"
-            )
+        last = _unterminated_last_line(path)
+        refused = []
 
+        def invalid(row):
+            if not row.text.strip():  # a line of spaces is blank, not a row
+                repairs.blank_lines += 1
+                return "skip"
+            if last is not None and row.actual_columns < row.expected_columns and row.text == last:
+                repairs.read += 1
+                repairs.drop(TRUNCATED)  # a file cut off mid-row ends without a newline
+                return "skip"
+            refused.append(f"{path}: a row has {row.actual_columns} fields where the file has "
+                           f"{row.expected_columns}: {row.text[:80]!r}")
+            return "error"  # pyarrow stops with ArrowInvalid; the message above is raised instead
+
+        repairs.blank_lines += _empty_lines(path)
         names = _csv_header(path, source)
         try:
             reader = pcsv.open_csv(
@@ -136,14 +147,18 @@ def read_chunks(path, source, columns, repairs):
             )
             batches = iter(reader)
         except pa.ArrowInvalid as error:
+            if refused:
+                raise ZooError(refused[0]) from None
             raise ZooError(f"{path}: not a readable CSV ({str(error).splitlines()[0]})") from None
     elif fmt == "parquet":
         import pyarrow.parquet as pq
 
+        refused = []
         batches = pq.ParquetFile(path).iter_batches(columns=columns, batch_size=65536)
     else:
         import pyarrow.json as pj
 
+        refused = []
         try:
             batches = iter(pj.open_json(path, read_options=pj.ReadOptions(block_size=BLOCK_BYTES)))
         except pa.ArrowInvalid as error:
@@ -154,6 +169,8 @@ def read_chunks(path, source, columns, repairs):
         except StopIteration:
             break
         except pa.ArrowInvalid as error:
+            if refused:
+                raise ZooError(refused[0]) from None
             raise ZooError(f"{path}: unreadable after line {line - 1} ({str(error).splitlines()[0]})") from None
         if not batch.num_rows:
             continue
@@ -165,6 +182,36 @@ def read_chunks(path, source, columns, repairs):
         repairs.read += batch.num_rows
         yield Chunk(path, chunk_columns, line, batch.num_rows)
         line += batch.num_rows
+
+
+def _unterminated_last_line(path):
+    """The file's last line when the file does not end with a newline (else None)."""
+    with open(path, "rb") as stream:
+        stream.seek(0, os.SEEK_END)
+        size = stream.tell()
+        stream.seek(max(size - 65536, 0))
+        tail = stream.read()
+    if not tail or tail.endswith(b"\n"):
+        return None
+    return tail.rsplit(b"\n", 1)[-1].decode("utf-8", "replace").rstrip("\r")
+
+
+def _empty_lines(path):
+    """Empty lines of a text file (pyarrow skips them without a word; they are counted, not rows)."""
+
+    def pairs(data):  # "\n\n" and "\n\r\n", overlapping
+        data = np.frombuffer(data, np.uint8)
+        newline = data == 10
+        return int((newline[:-1] & newline[1:]).sum() + (newline[:-2] & (data[1:-1] == 13) & newline[2:]).sum())
+
+    count, previous = 0, b"\n"  # a first line that is empty counts too
+    with open(path, "rb") as stream:
+        while True:
+            block = stream.read(BLOCK_BYTES)
+            if not block:
+                return count
+            count += pairs(previous + block) - pairs(previous)
+            previous = block[-2:]
 
 
 # ---------------------------------------------------------------------------------------- values
@@ -196,8 +243,9 @@ def _first_bad(chunk, column, values, convert, what):
     raise ZooError(f"{chunk.file}: column '{column}' holds a value that is not {what}")
 
 
-def as_numbers(chunk, column):
-    """float64 [n]: NaN where the value is empty or null; a value that is not a finite number is refused."""
+def as_numbers(chunk, column, what="a number"):
+    """float64 [n]: NaN where the value is empty or null; a value that is not a finite number is refused
+    (one line: 'column ... should be <what>')."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -209,7 +257,7 @@ def as_numbers(chunk, column):
         try:
             values = pc.cast(pc.if_else(pc.equal(text, ""), None, text), pa.float64()).to_numpy(zero_copy_only=False)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            _first_bad(chunk, column, text, float, "a number")
+            _first_bad(chunk, column, text, float, what)
     values = np.asarray(values, dtype=np.float64)
     bad = np.isinf(values)
     if bad.any():
@@ -236,7 +284,7 @@ def labels(chunk, label, repairs):
     if label.get("events"):
         return np.ones(chunk.rows, np.float32), np.ones(chunk.rows, bool)
     column = label["column"]
-    values = as_numbers(chunk, column)
+    values = as_numbers(chunk, column, "a number" if "op" in label else "0 or 1")
     empty = np.isnan(values)
     repairs.drop(f"dropped {{n}} row(s) with an empty '{column}'", int(empty.sum()))
     if "op" in label:
@@ -244,7 +292,7 @@ def labels(chunk, label, repairs):
     bad = ~empty & (values != 0) & (values != 1)
     if bad.any():
         index = int(np.flatnonzero(bad)[0])
-        chunk.error(index, column, f"should be a 0/1 label, found {chunk.columns[column].slice(index, 1).to_pylist()[0]!r} "
+        chunk.error(index, column, f"should be 0 or 1, found {chunk.columns[column].slice(index, 1).to_pylist()[0]!r} "
                                    "(give the label a rule: {\"column\", \"op\", \"value\"})")
     return values.astype(np.float32), ~empty
 

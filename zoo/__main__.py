@@ -178,7 +178,7 @@ def _spec_data(args, split, rows, batch_size, **load_options):
 
     if args.protocol or getattr(args, "data_options", None):
         raise ZooError("--protocol and --data-option are a named data set's: write such choices into the spec")
-    spec_file = args.spec or "spec" in args.fitted
+    spec_file = args.spec or args.fitted["dataset"] == "spec"
     path = args.data if spec_file else args.path  # a reader's fit reads --path, as the reader does
     if not os.path.exists(path) and not any(c in path for c in "*?["):
         raise ZooError(f"{path}: no such file or folder")
@@ -352,7 +352,7 @@ def _use_preset_contract(args, state, command):
     from zoo import datasets
     from zoo.errors import ZooError
 
-    if "spec" in state:
+    if state["dataset"] == "spec":
         if args.data == "simulator":
             raise ZooError(f"{args.preset} was trained on a data spec: give --data FILE (rows in the same format)")
         if args.path:
@@ -423,7 +423,7 @@ def _score(args):
     if state is None:
         raise ZooError(f"{args.preset} carries no data contract (preprocessing.json): only a preset trained on a "
                        "data spec or on movielens, amazon_books or taobao/suan can score raw rows")
-    if "spec" not in state and state["dataset"] in datasets.registry.READERS and not args.path:
+    if state["dataset"] != "spec" and not args.path:
         args.path = args.file
     processed = datasets.prepare(None, args.path or args.file, preprocessing=state, verbose=False)
     if processed.schema.to_dict() != model.schema.with_candidates(1).to_dict():
@@ -441,7 +441,7 @@ def _score(args):
     labels = np.concatenate(labels) if labels else np.zeros(0)
     lines = processed.source_lines("all")
     order = np.argsort(lines, kind="stable")
-    labeled = processed.info.get("labeled", "spec" not in state)
+    labeled = processed.info.get("labeled", True)
     with open(args.out, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["line", "score"] + (["label"] if labeled else []))
