@@ -66,7 +66,10 @@ def spec(protocol, options, delimiter=",", header=True):
 
 def build(files, protocol, options, out_dir, verbose, fitted=None):
     from zoo.datasets import spec_engine
+    from zoo.errors import ZooError
 
+    if fitted is not None and "spec" not in fitted:
+        raise ZooError("the criteo preprocessing carries no data spec (it was not fitted by this zoo's Criteo reader)")
     path = files[0]
     head = first_line(path)
     delimiter = "\t" if "\t" in head else ","

@@ -139,7 +139,10 @@ class MovieLensScoringTest(TestCase):
             load("movielens", folder, cache_dir=cache, preprocessing=state, split="train")
         with self.assertRaisesRegex(ZooError, "the preprocessing was fitted on movielens, not taobao"):
             prepare("taobao", folder, cache_dir=cache, preprocessing=state)
-        with self.assertRaisesRegex(ZooError, "criteo/deres cannot apply a fitted preprocessing"):
+        with self.assertRaisesRegex(ZooError, "avazu/deres cannot apply a fitted preprocessing"):
+            prepare("avazu", folder, cache_dir=cache, preprocessing=dict(state, dataset="avazu", protocol="deres"))
+        write(folder, "train.txt", ["\t".join(["1"] * 40)])
+        with self.assertRaisesRegex(ZooError, "^the criteo preprocessing carries no data spec"):
             prepare("criteo", folder, cache_dir=cache, preprocessing=dict(state, dataset="criteo", protocol="deres"))
         with self.assertRaisesRegex(ZooError, "keeps no fitted preprocessing"):
             prepare("movielens", folder, cache_dir=cache, preprocessing=state).preprocessing()

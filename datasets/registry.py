@@ -40,7 +40,7 @@ def resolve(name, path, protocol=None, options=None, preprocessing=None):
         if protocol not in getattr(reader, "APPLIES_PREPROCESSING", ()):
             raise ZooError(
                 f"{name}/{protocol} cannot apply a fitted preprocessing "
-                "(movielens/rest, amazon_books/rest and taobao/suan can)"
+                "(criteo, movielens/rest, amazon_books/rest and taobao/suan can)"
             )
     if protocol is None:
         detect = getattr(reader, "detect_protocol", None)

@@ -146,8 +146,9 @@ class _Processed:
         path = os.path.join(self.directory, fitted.FILE_NAME)
         if not os.path.isfile(path):
             raise ZooError(
-                "this processed data set keeps no fitted preprocessing: only a fit of movielens/rest, "
-                "amazon_books/rest or taobao/suan does (not criteo, avazu, taobao/ads, eleme, nor a scoring-mode read)"
+                "this processed data set keeps no fitted preprocessing: only a fit of a data spec, criteo, "
+                "movielens/rest, amazon_books/rest or taobao/suan does (not avazu, taobao/ads, eleme, nor a "
+                "scoring-mode read)"
             )
         return fitted.read_preprocessing(path)
 
