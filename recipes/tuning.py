@@ -392,9 +392,11 @@ def _trained_model(trainer):
     return trainer
 
 
-def save_best(search_tuner, directory):
+def save_best(search_tuner, directory, metadata=None, preprocessing=None):
     """Saves the best trial's model as a preset (its hyperparameters recorded in metadata.json); for a
-    search that trains through a trainer (distillation, ReST's auxiliary losses), the model it trains."""
+    search that trains through a trainer (distillation, ReST's auxiliary losses), the model it trains.
+    `metadata` adds entries (the training data); `preprocessing` (the data's fitted state) makes the
+    preset carry its data contract, as a preset of `fit` does."""
     with warnings.catch_warnings():  # the trial checkpoint's optimizer state is not needed here
         warnings.filterwarnings("ignore", message="Skipping variable loading for optimizer")
         best = search_tuner.get_best_models(num_models=1)[0]
@@ -403,7 +405,8 @@ def save_best(search_tuner, directory):
     values = dict(trial.hyperparameters.values)
     best.save_to_preset(
         directory,
-        metadata={"tuning": {"trial_id": trial.trial_id, "score": trial.score, "values": values}},
+        metadata={**(metadata or {}), "tuning": {"trial_id": trial.trial_id, "score": trial.score, "values": values}},
+        preprocessing=preprocessing,
     )
     return best
 

@@ -505,7 +505,8 @@ def _tune(args):
     )
     print(best_line(tuner))
     if args.save_best:
-        zoo.recipes.save_best(tuner, args.save_best)
+        record, preprocessing = _training_data(args)
+        zoo.recipes.save_best(tuner, args.save_best, metadata={"training_data": record}, preprocessing=preprocessing)
         print(f"best trial saved as a preset in {args.save_best}")
 
 

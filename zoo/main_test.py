@@ -102,6 +102,14 @@ class YourOwnDataTest(TestCase):
         status, _, err = run("evaluate", os.path.join(folder, "din", "preset"))
         self.assertEqual(status, 2)
         self.assertIn("trained on a data spec: give --data FILE", err)
+        best = os.path.join(folder, "best")
+        status, out, err = run("tune", "lightsuan", "--data", log, "--spec", spec, "--search", "k", "--max-trials", "1",
+                               "--dir", os.path.join(folder, "tuning"), "--save-best", best, "--set", "num_layers=1",
+                               "--set", "mlp_units=(8,)")
+        self.assertEqual(status, 0, err)
+        self.assertEqual(json.loads(Path(best, "metadata.json").read_text())["training_data"]["data"], "spec")
+        status, out, err = run("evaluate", best, "--data", later)  # the tuned preset carries the contract too
+        self.assertEqual(status, 0, err)
 
 
 class CommandLineTest(TestCase):
