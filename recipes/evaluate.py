@@ -23,9 +23,10 @@ def _batches(dataset):
 
 def predict_rows(model, dataset, user_key="user_user_id", verbose=0):
     """Scores every row of a tf.data.Dataset of (features, labels); returns (labels, scores, user_ids).
-    `verbose=1` shows a Keras progress bar over the batches (with their total when the dataset knows it)."""
+    `verbose=1` shows a Keras progress bar over the batches (with their total when the dataset knows it); 2
+    prints one line at the end (for logs)."""
     labels, scores, users = [], [], []
-    progress = keras.utils.Progbar(_batches(dataset), unit_name="batch") if verbose else None
+    progress = keras.utils.Progbar(_batches(dataset), unit_name="batch", verbose=verbose) if verbose else None
     for step, (features, batch_labels) in enumerate(dataset.as_numpy_iterator(), 1):
         scores.append(keras.ops.convert_to_numpy(model.predict_on_batch(features)).reshape(-1))
         labels.append(np.asarray(batch_labels).reshape(-1))

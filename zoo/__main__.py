@@ -157,6 +157,7 @@ def _data(args, split, rows, **load_options):
         args.data, args.path, protocol=args.protocol, split=split, batch_size=batch_size, seed=args.seed,
         shuffle=shuffle, verbose=True, with_info=True, **load_options, **options,
     )
+    args.data_info = info
     if limit is not None:
         dataset = dataset.unbatch().take(limit)
         if split == "train":
@@ -229,6 +230,44 @@ def _training_data(args):
         return record, None
 
 
+def _progress():
+    """Keras' verbose level for progress: a live bar on a terminal, one line per epoch (no carriage returns
+    or colour codes) when the output goes to a file or a pipe."""
+    return 1 if sys.stdout.isatty() else 2
+
+
+def _banner(args, model, recipe):
+    """Says what `fit` will train before it starts: the model and where its hyperparameters come from,
+    the recipe, the parameters, the data's rows per split and batches per epoch, the backend."""
+    import inspect
+
+    import keras
+
+    defaults = {name: p.default for name, p in inspect.signature(type(model).__init__).parameters.items()
+                if p.default is not inspect.Parameter.empty}
+    config = model.get_config()
+
+    def same(a, b):
+        return (list(a) if isinstance(a, (list, tuple)) else a) == (list(b) if isinstance(b, (list, tuple)) else b)
+
+    changed = [f"{k}={config[k]!r}" for k in model.hyperparameter_names()
+               if k in defaults and k in config and not same(config[k], defaults[k])]
+    print(f"fit: {args.model} (a fresh model: class defaults{', except ' + ', '.join(changed) if changed else ''}); "
+          f"{model.count_params():,} parameters; backend {keras.backend.backend()}")
+    print(f"     recipe {args.recipe}: {recipe.epochs} epoch(s), batch {args.batch_size or recipe.batch_size}, "
+          f"learning rate {recipe.learning_rate:g}")
+    info = getattr(args, "data_info", None)
+    if info is not None:
+        rows = info["rows"]
+        used = min(rows["train"], args.rows) if getattr(args, "rows_given", False) else rows["train"]
+        batch = args.batch_size or recipe.batch_size
+        source = f"spec {args.spec} on {args.data}" if args.spec else f"{args.data} {args.path}"
+        print(f"     data: {source}: " + ", ".join(f"{k} {v:,}" for k, v in rows.items())
+              + f" rows; {used:,} training rows, {-(-used // batch):,} batches per epoch")
+    else:
+        print(f"     data: simulated, {args.rows:,} training rows (seed {args.seed})")
+
+
 def _backup(args):
     """The folder that keeps an interrupted training run (Keras' BackupAndRestore), checked against --resume."""
     from zoo.errors import ZooError
@@ -289,8 +328,9 @@ def _fit(args):
         model = zoo.get(args.model, schema=schema.with_candidates(1), **overrides)
     steps = StepLog()
     os.makedirs(args.out, exist_ok=True)
-    history = zoo.recipes.fit(model, train, val, recipe=recipe, backup_dir=backup, callbacks=[steps], verbose=1,
-                              distribution=run)
+    _banner(args, model, recipe)
+    history = zoo.recipes.fit(model, train, val, recipe=recipe, backup_dir=backup, callbacks=[steps],
+                              verbose=_progress(), distribution=run)
     if run is not None:
         model = run.to_single_device(model)  # every process takes part (split tables are gathered)
         if not run.is_chief:
@@ -298,14 +338,14 @@ def _fit(args):
     print("scoring the validation split")
     report = zoo.recipes.evaluate(
         model, plain_val, report_path=os.path.join(args.out, "report.json"), plots_dir=args.out,
-        history=history.history, step_history=steps.history, verbose=1,
+        history=history.history, step_history=steps.history, verbose=_progress(),
     )
     metrics = {"val_auc": report["auc"], "val_logloss": report["logloss"], "val_ece": report["calibration"]["ece"]}
     if args.data != "simulator":
         print("scoring the test split")
         test, _ = _data(args, "test", held_out, batch_size=recipe.batch_size)
         test_report = zoo.recipes.evaluate(
-            model, test, report_path=os.path.join(args.out, "test_report.json"), verbose=1
+            model, test, report_path=os.path.join(args.out, "test_report.json"), verbose=_progress()
         )
         metrics.update(test_auc=test_report["auc"], test_logloss=test_report["logloss"],
                        test_ece=test_report["calibration"]["ece"])
@@ -400,7 +440,7 @@ def _evaluate(args):
     name = model.registered_name
     source = f"--data {args.data} --path {args.path}" if args.data != "simulator" else "(on the simulator)"
     check_schema(model, schema, hint=f"python -m zoo fit {name} {source}, or zoo.get('{name}', schema=schema)")
-    report = zoo.recipes.evaluate(model, data, report_path=args.report, plots_dir=args.plots, verbose=1)
+    report = zoo.recipes.evaluate(model, data, report_path=args.report, plots_dir=args.plots, verbose=_progress())
     shown = {k: v for k, v in report.items() if k in ("model", "rows", "auc", "logloss", "gauc")}
     shown["calibration"] = {k: v for k, v in report["calibration"].items() if k != "per_bin"}
     print(json.dumps(shown, indent=2))
@@ -430,7 +470,7 @@ def _score(args):
         raise ZooError(f"{args.preset}: its preprocessing.json does not make the schema its model was built for")
     total = processed.num_rows("all")
     dataset, _ = make_dataset(processed, "all", batch_size=args.batch_size, shuffle=False)
-    bar = keras.utils.Progbar(total, unit_name="row", stateful_metrics=()) if total else None
+    bar = keras.utils.Progbar(total, unit_name="row", verbose=_progress()) if total else None
     scores, labels = [], []
     for features, label in dataset.as_numpy_iterator():
         scores.append(np.asarray(model.score(features)).reshape(-1))
@@ -500,7 +540,7 @@ def _tune(args):
     val, _ = _data(args, "validation", max(args.rows // 5, 1))
     tuner = zoo.recipes.tune(
         args.model, train, val, schema=schema, search=args.search, tuner=args.tuner, max_trials=args.max_trials,
-        epochs=args.epochs or 1, directory=args.dir, recipe=args.recipe, verbose=2 if args.verbose else 1,
+        epochs=args.epochs or 1, directory=args.dir, recipe=args.recipe, verbose=2 if args.verbose else _progress(),
         **dict(args.set or []),
     )
     print(best_line(tuner))

@@ -83,6 +83,12 @@ class YourOwnDataTest(TestCase):
             status, out, err = run("fit", model, "--data", log, "--spec", spec, "--out", out_dir, "--epochs", "1",
                                    *options)
             self.assertEqual(status, 0, err)
+            # it says what it trains first, and a log file gets one line per epoch (no bar redraws, no colour)
+            self.assertRegex(out, rf"(?m)^fit: {model} \(a fresh model: class defaults, except .*\); "
+                                                  r"[\d,]+ parameters; backend \w+$")
+            self.assertIn("train 320, validation 40, test 40 rows; 320 training rows", out)
+            self.assertNotIn("\r", out)
+            self.assertNotIn("\x1b[", out)
             preset = os.path.join(out_dir, "preset")
             metadata = json.loads(Path(preset, "metadata.json").read_text())
             self.assertEqual(metadata["training_data"]["data"], "spec")
