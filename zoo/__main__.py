@@ -713,10 +713,67 @@ def _parser():
     return parser
 
 
+def _known_names():
+    """(registered model names, shipped preset names), read from the source files without importing a
+    backend: each model's `@register("name", ...)` and its `<model>_presets.py` PRESETS table."""
+    import ast
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parent / "models"
+    models, presets = [], []
+    for path in sorted(folder.glob("*.py")):
+        text = path.read_text()
+        if path.name.endswith("_presets.py"):
+            for node in ast.parse(text).body:
+                if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "PRESETS" for t in node.targets):
+                    presets += list(ast.literal_eval(node.value))
+        else:
+            models += re.findall(r'@register\(\s*"([a-z0-9_]+)"', text)
+    return models, presets
+
+
+def _precheck(args):
+    """The argument mistakes found before a backend is imported (a second, not TensorFlow's ~10 s start-up):
+    unknown model or preset names (with the closest), missing files and folders. Deeper checks follow."""
+    import difflib
+
+    from zoo.errors import ZooError
+
+    models, presets = _known_names()
+
+    def closest(name, names):
+        match = difflib.get_close_matches(name, names, n=1)
+        return f"; did you mean '{match[0]}'?" if match else ""
+
+    model = getattr(args, "model", None)
+    if model is not None and model not in models:
+        raise ZooError(f"unknown model '{model}' (known: {', '.join(sorted(models))}){closest(model, models)}")
+    preset = getattr(args, "preset", None)
+    if preset is not None and preset not in models + presets:
+        if os.sep in preset or preset.startswith("."):
+            if not os.path.isdir(preset):
+                raise ZooError(f"{preset}: no such preset directory")
+        elif not os.path.isdir(preset):
+            raise ZooError(f"unknown model '{preset}' (known: {', '.join(sorted(models))}; presets: "
+                           f"{', '.join(sorted(presets))}){closest(preset, models + presets)}")
+    for name in ("spec", "file"):
+        value = getattr(args, name, None)
+        if value and not os.path.exists(value) and not any(c in value for c in "*?["):
+            raise ZooError(f"{value}: no such file or folder")
+    path = getattr(args, "path", None)
+    if path and args.command in ("fit", "evaluate", "tune") and not os.path.exists(path):  # export's is its output
+        raise ZooError(f"{path}: no such file or folder")
+
+
 def main(argv=None):
     from zoo.errors import ZooError
 
     args = _parser().parse_args(argv)
+    try:
+        _precheck(args)
+    except ZooError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     import zoo.models  # noqa: F401  (registers the models; under `python -m zoo` the package loads on first use)
 
     try:

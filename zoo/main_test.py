@@ -267,6 +267,21 @@ class CommandLineTest(TestCase):
         self.assertEqual(status, 2)
         self.assertIn("movielens has no protocol 'deres'", err)
 
+    def test_argument_mistakes_answer_before_a_backend_is_imported(self):
+        cases = ((("fit", "lightsaun"), "did you mean 'lightsuan'?"),
+                 (("evaluate", "rest_movielen"), "did you mean 'rest_movielens'?"),
+                 (("score", "din", "/nowhere.csv"), "/nowhere.csv: no such file or folder"),
+                 (("fit", "din", "--data", "x.csv", "--spec", "/nowhere.json"), "/nowhere.json: no such file"))
+        for argv, message in cases:
+            result = subprocess.run([sys.executable, "-X", "importtime", "-m", "zoo", *argv], capture_output=True,
+                                    text=True, cwd=ROOT, timeout=120)
+            self.assertEqual(result.returncode, 2, argv)
+            errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+            self.assertEqual(len(errors), 1, result.stderr[-2000:])
+            self.assertIn(message, errors[0])
+            self.assertNotIn("tensorflow", result.stderr)  # -X importtime names every module imported
+            self.assertNotIn("| keras", result.stderr)
+
     def test_bad_arguments_exit_2_with_one_line(self):
         cases = [
             (("fit", "dinn"), "unknown model 'dinn'"),
