@@ -46,22 +46,24 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
 
 # ---------------------------------------------------------------------------------------- reading
 def _read(spec, files, scoring):
-    """({column or part: concatenated array}, {file: Repairs}) of every kept row, in file order."""
+    """({column or part: concatenated array}, {file: Repairs}) of every kept row, in file order. The files
+    (shards) are read in parallel threads (pyarrow parses without the GIL), and joined in name order."""
+    import concurrent.futures
+
     import pyarrow as pa
 
     label_column = spec.label.get("column")
     optional = (label_column,) if scoring and label_column else ()
     wanted = spec.read_columns()
-    parts = {key: [] for key in ("label", "time", "line", "file", "rule")}
-    texts, numbers, lists = {}, {}, {}
-    accounts = {}
-    labeled = True
-    for index, path in enumerate(files):
+
+    def read_file(index, path):
         present = spec_reading.check_columns(path, spec.source, wanted, optional)
-        labeled = labeled and (label_column is None or label_column in present)
-        repairs = accounts[path] = Repairs(path)
+        labeled = label_column is None or label_column in present
+        repairs = Repairs(path)
+        parts = {key: [] for key in ("label", "time", "line", "file", "rule")}
+        texts, numbers, lists = {}, {}, {}
         for chunk in spec_reading.read_chunks(path, spec.source, present, repairs):
-            if label_column is not None and label_column not in present:
+            if not labeled:
                 label, keep = np.zeros(chunk.rows, np.float32), np.ones(chunk.rows, bool)
             else:
                 label, keep = spec_reading.labels(chunk, spec.label, repairs)
@@ -94,6 +96,22 @@ def _read(spec, files, scoring):
                 raise ZooError(f"{path}: the file holds only its header line, no data rows")
             raise ZooError(f"{path}: the file holds only blank lines, no data rows" if repairs.blank_lines
                            else f"{path}: the file is empty")
+        return parts, texts, numbers, lists, labeled, repairs
+
+    workers = max(1, min(len(files), os.cpu_count() or 1))
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        results = list(pool.map(read_file, range(len(files)), files))  # the first error (in file order) is raised
+    parts = {key: [] for key in ("label", "time", "line", "file", "rule")}
+    texts, numbers, lists, accounts = {}, {}, {}, {}
+    labeled = True
+    for path, (file_parts, file_texts, file_numbers, file_lists, file_labeled, repairs) in zip(files, results):
+        accounts[path] = repairs
+        labeled = labeled and file_labeled
+        for key, values in file_parts.items():
+            parts[key] += values
+        for merged, mine in ((texts, file_texts), (numbers, file_numbers), (lists, file_lists)):
+            for name, values in mine.items():
+                merged.setdefault(name, []).extend(values)
     data = {key: np.concatenate(values) if values else None for key, values in parts.items()}
     data["labeled"] = labeled
     data["text"] = {name: pa.chunked_array(chunks, pa.string()) for name, chunks in texts.items()}
