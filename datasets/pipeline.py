@@ -98,4 +98,9 @@ def make_dataset(processed, split, *, batch_size=256, shuffle=None, seed=0, mode
     dataset = tf.data.Dataset.from_generator(generate, output_signature=signature)
     if repeat:
         dataset = dataset.repeat()
-    return dataset.prefetch(tf.data.AUTOTUNE), schema
+    else:  # the number of batches is known: no one has to count them by a pass over the data
+        batches = total // batch_size if drop_remainder else -(-total // batch_size)
+        dataset = dataset.apply(tf.data.experimental.assert_cardinality(batches))
+    dataset = dataset.prefetch(tf.data.AUTOTUNE)
+    dataset.zoo_rows_per_batch = batch_size  # what zoo.recipes.fit reads to skip re-batching
+    return dataset, schema

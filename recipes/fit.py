@@ -216,8 +216,9 @@ def fit(
     check_dataset(model, train, *([] if val is None else [val]))
     keras.utils.set_random_seed(recipe.seeds[0])
     samples_per_row = _num_candidates(train) or 1
-    if _is_tf_data(train) and recipe.batch_size:
-        train = train.unbatch().batch(max(recipe.batch_size // samples_per_row, 1))
+    rows = max(recipe.batch_size // samples_per_row, 1) if recipe.batch_size else None
+    if _is_tf_data(train) and rows and getattr(train, "zoo_rows_per_batch", None) != rows:
+        train = train.unbatch().batch(rows)  # a zoo pipeline already batched to the recipe's size is used as is
     twin = training_twin(model, _num_candidates(train))
     trainer = make_trainer(twin, recipe)
     steps = _steps(train, steps_per_epoch, needed=_is_tf_data(train) or bool(recipe.cosine or recipe.warmup_fraction))

@@ -166,6 +166,7 @@ def _data(args, split, rows, **load_options):
     if load_options.get("mode") is None:  # a row per sample: the number of batches is known (progress bars)
         total = min(info["rows"][split], limit or info["rows"][split])
         dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-total // batch_size)))
+    dataset.zoo_rows_per_batch = batch_size  # (fit re-batches only to another size)
     return dataset, schema
 
 
@@ -202,6 +203,7 @@ def _spec_data(args, split, rows, batch_size, **load_options):
         if not total:
             raise ZooError(f"{args.data}: the {split} split has no rows ({info['repairs']})")
         dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-total // batch_size)))
+    dataset.zoo_rows_per_batch = batch_size  # (fit re-batches only to another size)
     return dataset, schema
 
 
