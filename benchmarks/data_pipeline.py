@@ -2,6 +2,7 @@
 
     python benchmarks/data_pipeline.py [--data ../shared/data] [--batch-size 256] [--batches 40]
     python benchmarks/data_pipeline.py --criteo-rows 1000000 4000000   # ingest: the engine vs bare parsers
+    python benchmarks/data_pipeline.py --feeding 300000                 # recipes.fit vs from memory (fm, dcnv2)
 
 For each data set: (1) the processed cache is built (not timed), (2) the tf.data pipeline of the
 training split is iterated for --batches batches (examples/s), (3) the matching model (DeRes-P for
@@ -155,8 +156,65 @@ def criteo_main(args):
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def feeding(args):
+    """`--feeding ROWS`: samples/s of fm and dcnv2 trained by zoo.recipes.fit from the Criteo pipeline
+    (batch 4096) against the same model fed the same batches from memory (NumPy arrays, model.fit), and
+    the loader alone; second epoch of each timed (the first compiles)."""
+    from zoo.recipes import fit, get_recipe
+
+    scratch = tempfile.mkdtemp(prefix="zoo-feeding-")
+    try:
+        path = os.path.join(scratch, "train.txt")
+        write_criteo(path, args.feeding)
+        cache = os.path.join(scratch, "cache")
+        train, schema = load("criteo", path, split="train", batch_size=4096, cache_dir=cache, verbose=False)
+        batches = list(train.as_numpy_iterator())
+        rows = sum(labels.shape[0] for _, labels in batches)
+        start = time.perf_counter()
+        for _ in train:
+            pass
+        loader = rows / (time.perf_counter() - start)
+        print(f"backend {keras.backend.backend()}, Criteo deres train split of {rows:,} rows, batch 4096; "
+              f"loader alone {loader:,.0f} samples/s")
+        print(f"{'model':8s} {'recipes.fit':>12s} {'from memory':>12s} {'ratio':>6s}")
+        features = {k: np.concatenate([f[k] for f, _ in batches]) for k in batches[0][0]}
+        labels = np.concatenate([y for _, y in batches])
+        for name, options in (("fm", {}), ("dcnv2", {"num_cross_layers": 2, "mlp_units": (64, 32)})):
+            rates = []
+            for feed in ("pipeline", "memory"):
+                keras.utils.set_random_seed(0)
+                model = zoo.get(name, schema=schema, **options)
+                recipe = get_recipe("deres", epochs=2, early_stopping_patience=0, model_overrides={}, warmup_fraction=0,
+                                    cosine=False)
+                timer = EpochTimer()
+                if feed == "pipeline":
+                    fit(model, train, None, recipe=recipe, callbacks=[timer], verbose=0)
+                else:
+                    model.compile(optimizer="adam", loss="binary_crossentropy")
+                    model.fit(features, labels, batch_size=4096, epochs=2, callbacks=[timer], verbose=0, shuffle=True)
+                rates.append(rows / timer.seconds[-1])
+            print(f"{name:8s} {rates[0]:12,.0f} {rates[1]:12,.0f} {rates[0] / rates[1]:6.2f}")
+        print("goal: recipes.fit within 10% of the same model fed from memory (ratio >= 0.9)")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+class EpochTimer(keras.callbacks.Callback):
+    def __init__(self):
+        super().__init__()
+        self.seconds = []
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.start = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.seconds.append(time.perf_counter() - self.start)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--feeding", type=int, metavar="ROWS",
+                        help="instead: fm and dcnv2 through zoo.recipes.fit vs from memory on a generated Criteo file")
     parser.add_argument("--criteo-rows", type=int, nargs="+",
                         help="instead: build the Criteo deres cache of generated files of these sizes (e.g. 1000000 "
                              "4000000) against pyarrow's and polars' bare parse")
@@ -167,6 +225,9 @@ def main():
     args = parser.parse_args()
     if args.criteo_rows:
         criteo_main(args)
+        return
+    if args.feeding:
+        feeding(args)
         return
     scratch = tempfile.mkdtemp(prefix="zoo-bench-")
     cache = os.path.join(scratch, "cache")
