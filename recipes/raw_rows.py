@@ -15,11 +15,17 @@ import numpy as np
 from zoo.errors import ZooError
 
 
-def score_raw_rows(model, data, path, preprocessing, *, batch_size=256, cache_dir=None):
-    """Scores of the samples a raw file of `data` makes, and the file line of each: (scores [N], lines [N]).
+def score_raw_rows(model, data, path, preprocessing, *, batch_size=256, cache_dir=None, with_labels=False,
+                   verbose=1):
+    """Scores of the samples a raw file of `data` makes, and the file line of each: (scores [N], lines [N]),
+    and with `with_labels=True` their labels too (scores, lines, labels [N]) for metrics on labelled rows.
 
-    `preprocessing` is the preset's folder (or its preprocessing.json, or the fitted state); the model's
-    schema must be the one that preprocessing produces."""
+    `data` is the data set's name, or None for a preset trained on a data spec (its preprocessing carries
+    the spec). `preprocessing` is the preset's folder (or its preprocessing.json, or the fitted state); the
+    model's schema must be the one that preprocessing produces. `verbose=1` shows a progress bar over the
+    rows (with their total), 0 nothing."""
+    import keras
+
     from zoo import datasets
     from zoo.datasets.pipeline import make_dataset
 
@@ -29,6 +35,17 @@ def score_raw_rows(model, data, path, preprocessing, *, batch_size=256, cache_di
             f"the preprocessing's schema is not this {model.registered_name}'s: pass the preprocessing of the "
             "preset the model came from"
         )
+    total = processed.num_rows("all")
     dataset, _ = make_dataset(processed, "all", batch_size=batch_size, shuffle=False)
-    scores = [np.asarray(model.score(features)).reshape(-1) for features, _ in dataset.as_numpy_iterator()]
-    return np.concatenate(scores), processed.source_lines("all")
+    bar = keras.utils.Progbar(total, unit_name="row") if verbose and total else None
+    scores, labels = [], []
+    for features, label in dataset.as_numpy_iterator():
+        scores.append(np.asarray(model.score(features)).reshape(-1))
+        labels.append(label.reshape(-1))
+        if bar is not None:
+            bar.add(label.shape[0])
+    scores = np.concatenate(scores) if scores else np.zeros(0, np.float32)
+    lines = processed.source_lines("all")
+    if with_labels:
+        return scores, lines, np.concatenate(labels) if labels else np.zeros(0, np.float32)
+    return scores, lines
