@@ -259,6 +259,18 @@ class _Report:
         if self.zoo_verbose == 1:
             print(trial_line(self.oracle.trials[trial.trial_id], self.oracle), flush=True)
 
+    def run_trial(self, trial, *args, **kwargs):
+        """KerasTuner's trial (its `executions_per_trial` runs, averaged into the score), and the spread of
+        the runs' best val_auc kept in the trial's metrics: what initialisation alone moves the score by."""
+        histories = super().run_trial(trial, *args, **kwargs)
+        name = self.oracle.objective.name
+        scores = [max(h.history[name]) for h in histories
+                  if hasattr(h, "history") and h.history.get(name)]
+        if len(scores) > 1:
+            self.oracle.trials[trial.trial_id].metrics.update("spread", float(np.std(scores, ddof=1)))
+            self.oracle.trials[trial.trial_id].metrics.update("runs", float(len(scores)))
+        return histories
+
     def on_search_end(self):
         super().on_search_end()
         if self.zoo_verbose == 1:
@@ -280,14 +292,24 @@ def _seconds(trial):
     return None
 
 
+def _spread(trial):
+    """(s.d. of the best val_auc over the trial's runs, runs), or None for a trial of one run."""
+    if trial.metrics.exists("spread"):
+        return trial.metrics.get_last_value("spread"), int(trial.metrics.get_last_value("runs"))
+    return None
+
+
 def trial_line(trial, oracle):
-    """'trial 2/4  B=2  val_auc 0.7312  12.3 s' (or the failure's last line)."""
+    """'trial 2/4  B=2  val_auc 0.7312  12.3 s' ('val_auc 0.7312 ± 0.0051 over 3 runs' with several runs per
+    trial; or the failure's last line)."""
     total = oracle.max_trials or "?"
     head = f"trial {int(trial.trial_id) + 1}/{total}  {_values(trial)}"
     seconds = _seconds(trial)
     time_taken = f"  {seconds:.1f} s" if seconds is not None else ""
     if trial.status == "COMPLETED" and trial.score is not None:
-        return f"{head}  {oracle.objective.name} {trial.score:.4f}{time_taken}"
+        spread = _spread(trial)
+        runs = f" ± {spread[0]:.4f} over {spread[1]} runs" if spread else ""
+        return f"{head}  {oracle.objective.name} {trial.score:.4f}{runs}{time_taken}"
     return f"{head}  failed: {_failure(trial)}{time_taken}"
 
 
@@ -334,11 +356,15 @@ def tune(
     temperature=None,
     jit_compile="auto",
     warm_start=None,
+    executions_per_trial=1,
     **fixed,
 ):
     """Runs (or resumes) a KerasTuner search; returns the tuner (`tuner.get_best_hyperparameters()`).
 
-    `fixed` are the model hyperparameters every trial shares; see the module docstring for the keys."""
+    `fixed` are the model hyperparameters every trial shares; see the module docstring for the keys.
+    `warm_start`: a trained model every trial starts from (fine-tuning; see ZooHyperModel).
+    `executions_per_trial`: KerasTuner's runs per trial (the score is their mean; each trial's line shows
+    the runs' spread, and `lead_line` says whether the best trial's lead exceeds it)."""
     if tuner not in TUNERS:
         raise ZooError(f"unknown tuner '{tuner}' (tuners: {', '.join(TUNERS)})")
     if verbose not in (0, 1, 2):
@@ -347,8 +373,10 @@ def tune(
                                temperature=temperature, jit_compile=jit_compile, warm_start=warm_start)
     objective = keras_tuner.Objective("val_auc", direction="max")
     project_name = project_name or f"{model_name}_{'_'.join(search)}_{_digest(hypermodel)}"
+    if not isinstance(executions_per_trial, int) or isinstance(executions_per_trial, bool) or executions_per_trial < 1:
+        raise ZooError(f"executions_per_trial is {executions_per_trial!r}; it must be an integer >= 1")
     options = dict(objective=objective, seed=seed, directory=str(directory), overwrite=overwrite,
-                   project_name=project_name)
+                   project_name=project_name, executions_per_trial=executions_per_trial)
     cls = type(f"Zoo{TUNERS[tuner].__name__}", (_Report, TUNERS[tuner]), {})
     limit = {"max_epochs": max(epochs, 2)} if tuner == "hyperband" else {"max_trials": max_trials}
     with contextlib.redirect_stdout(io.StringIO()) if verbose == 0 else contextlib.nullcontext():
@@ -367,6 +395,28 @@ def best_line(search_tuner):
     chosen = ", ".join(f"{key}={_format(value)} ({hypermodel.space[key][0]})"
                        for key, value in trial.hyperparameters.values.items())
     return f"best {hypermodel.model_name}: {chosen}; val_auc {trial.score:.4f} (trial {int(trial.trial_id) + 1})"
+
+
+def lead_line(search_tuner):
+    """Whether the best trial's lead over the next exceeds the spread between runs of one trial (the
+    initialisation noise KerasTuner's executions_per_trial measures): one line."""
+    oracle = search_tuner.oracle
+    done = sorted((t for t in oracle.trials.values() if t.status == "COMPLETED" and t.score is not None),
+                  key=lambda t: -t.score)
+    if len(done) < 2:
+        return "one completed trial: nothing to compare it with"
+    best, second = done[:2]
+    lead = best.score - second.score
+    spreads = [s[0] for s in (_spread(best), _spread(second)) if s]
+    if not spreads:
+        return (f"the best trial leads the next by {lead:.4f} {oracle.objective.name}; the spread between runs of "
+                "one trial is unknown (one run each): --executions-per-trial 3 measures it")
+    noise = max(spreads)
+    if lead > noise:
+        return (f"the best trial leads the next by {lead:.4f}, more than the spread between runs of one trial "
+                f"({noise:.4f} s.d.): the lead is beyond initialisation noise")
+    return (f"the best trial leads the next by {lead:.4f}, within the spread between runs of one trial "
+            f"({noise:.4f} s.d.): the search cannot tell these values apart")
 
 
 def _check_resumed_space(search_tuner, hypermodel, where):

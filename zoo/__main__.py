@@ -109,16 +109,21 @@ def _demo(args):
 
 
 def _override(text):
-    """`--set key=value`: the value is a Python literal when it parses as one (4, 0.1, (64, 32)), else a string."""
+    """`--set key=value`: the value is a Python literal when it parses as one (4, 0.1, (64, 32)) or nan/inf,
+    else a string. Values are never converted further: building the model checks each against its range
+    (zoo.hyperparameters), so `--set window_size=eight` is refused in one line naming window_size."""
     import ast
 
     if "=" not in text:
         raise argparse.ArgumentTypeError(f"bad override '{text}': write key=value (e.g. depth=4)")
     key, value = text.split("=", 1)
+    if not key.strip():
+        raise argparse.ArgumentTypeError(f"bad override '{text}': the key before '=' is empty")
     try:
         value = ast.literal_eval(value)
-    except (ValueError, SyntaxError):
-        pass
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        if value.strip().lower() in ("nan", "inf", "+inf", "-inf", "infinity", "-infinity"):
+            value = float(value)  # refused by the range check, which names the key
     return key.strip(), value
 
 
@@ -536,16 +541,23 @@ def _tune(args):
     """KerasTuner search over B, r, k or a loss weight of a registered model: a line per trial, a table at
     the end, the best values (and, with --save-best, the best trial as a preset)."""
     import zoo
-    from zoo.recipes.tuning import best_line
+    from zoo.errors import ZooError
+    from zoo.recipes.tuning import best_line, lead_line
 
     train, schema = _data(args, "train", args.rows)
     val, _ = _data(args, "validation", max(args.rows // 5, 1))
+    warm_start = None
+    if args.warm_start:
+        warm_start = zoo.load(args.warm_start)
+        if warm_start.schema.with_candidates(1).to_dict() != schema.with_candidates(1).to_dict():
+            raise ZooError(f"--warm-start {args.warm_start}: the preset was built for another schema than this data's")
     tuner = zoo.recipes.tune(
         args.model, train, val, schema=schema, search=args.search, tuner=args.tuner, max_trials=args.max_trials,
-        epochs=args.epochs or 1, directory=args.dir, recipe=args.recipe, verbose=2 if args.verbose else _progress(),
-        **dict(args.set or []),
+        epochs=args.epochs or 1, directory=args.dir, recipe=args.recipe, verbose=2 if args.verbose else 1,
+        warm_start=warm_start, executions_per_trial=args.executions_per_trial, **dict(args.set or []),
     )
     print(best_line(tuner))
+    print(lead_line(tuner))
     if args.save_best:
         record, preprocessing = _training_data(args)
         zoo.recipes.save_best(tuner, args.save_best, metadata={"training_data": record}, preprocessing=preprocessing)
@@ -658,6 +670,10 @@ def _parser():
     tune.add_argument("--set", type=_override, action="append", metavar="KEY=VALUE", help="fixed hyperparameter")
     tune.add_argument("--save-best", help="save the best trial as a preset here")
     tune.add_argument("--spec", help="a data spec (JSON): --data is then your log")
+    tune.add_argument("--warm-start", help="a preset every trial starts from (fine-tuning: searches of r, k or a "
+                      "loss weight, which keep the weights' shapes)")
+    tune.add_argument("--executions-per-trial", type=int, default=1,
+                      help="runs per trial (KerasTuner's; the score is their mean, the spread is printed) (default 1)")
     tune.add_argument("--data-option", dest="data_options", type=_override, action="append", metavar="KEY=VALUE",
                       help="a data set protocol option, e.g. sequence_length=50")
     tune.set_defaults(run=_tune)

@@ -115,10 +115,13 @@ class YourOwnDataTest(TestCase):
         if not tensorflow:
             return
         best = os.path.join(folder, "best")
-        status, out, err = run("tune", "lightsuan", "--data", log, "--spec", spec, "--search", "k", "--max-trials", "1",
+        status, out, err = run("tune", "lightsuan", "--data", log, "--spec", spec, "--search", "k", "--max-trials", "2",
                                "--dir", os.path.join(folder, "tuning"), "--save-best", best, "--set", "num_layers=1",
-                               "--set", "mlp_units=(8,)")
+                               "--set", "mlp_units=(8,)", "--warm-start", os.path.join(folder, "lightsuan", "preset"),
+                               "--executions-per-trial", "2")
         self.assertEqual(status, 0, err)
+        self.assertRegex(out, r"trial 1/2  k=\d+  val_auc 0\.\d{4} ± 0\.\d{4} over 2 runs")
+        self.assertRegex(out, r"the best trial leads the next by \d\.\d{4}, (more than|within) the spread")
         self.assertEqual(json.loads(Path(best, "metadata.json").read_text())["training_data"]["data"], "spec")
         status, out, err = run("evaluate", best, "--data", later)  # the tuned preset carries the contract too
         self.assertEqual(status, 0, err)
