@@ -10,8 +10,8 @@ embedded behaviour simulator, each step printing what it proves.
   4 tune     a small KerasTuner search: each trial fine-tunes the student (warm start) with another
              window k and dilation r; a line per trial, the table, the best trial
   5 preset   the distilled student saved as a preset and reloaded (equal predictions)
-  6 serve    a SavedModel with the parallel-candidate signatures (`serving_default` with m2 candidates,
-             `score_all` with any m1), called from a TensorFlow-only process (keras and zoo blocked): its
+  6 serve    a SavedModel with the parallel-candidate signatures (`serving_default` and `score_all`,
+             any m1 in passes of m2), called from a TensorFlow-only process (keras and zoo blocked): its
              signatures and its agreement with Keras
 
 It runs under any backend (the export is traced under TensorFlow, in a subprocess when needed);

@@ -17,7 +17,7 @@ class LightSUAN(SUAN):
     m2 = 32 candidates per parallel pass; the other arguments as in SUAN.
 
     It serves the "parallel_candidates" export signature (zoo/serving/parallel_candidates.py:
-    `serving_default` with m2 candidates, `score_all` with any m1). Its distilled preset (SUAN
+    `serving_default` and `score_all`, any m1 in passes of m2). Its distilled preset (SUAN
     §3.3.2, eq 17: trained with `zoo.recipes.OnlineDistillation` from a SUAN teacher) is a preset of
     this model, not another class.
     """

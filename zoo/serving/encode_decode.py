@@ -7,12 +7,14 @@ Signatures (a model declares "encode_decode" when it registers; `zoo.export` che
     decode           memory, memory_valid, hist_time, cand_* [B, N], cand_time [B, N], user_*, ctx_*, num_*
                      -> pctr [B, N]; N is dynamic (`model.decoder(None)`), equal to the full model on
                      each candidate.
-Each signature runs the request guard first (zoo/serving/guard.py) and also returns `repaired_ids` [B]
-and `repaired_numerics` [B]; decode's `memory` is repaired as a numeric (NaN/inf -> 0, +-1e9 clip).
+Each signature refuses a request whose shapes are not the declared ones with one line naming the key
+(zoo/serving/shapes.py: a history or memory of another length than L, cand_* of different M, mismatched
+batch sizes), runs the request guard (zoo/serving/guard.py) and also returns `repaired_ids` [B] and
+`repaired_numerics` [B]; decode's `memory` is repaired as a numeric (NaN/inf -> 0, +-1e9 clip).
 """
 
 from zoo.datasets.pipeline import tensor_specs
-from zoo.serving import guard, plain
+from zoo.serving import guard, plain, shapes
 
 
 def endpoints(model, options):
@@ -36,7 +38,8 @@ def endpoints(model, options):
     decode_signature = {k: v for k, v in dynamic.items() if not k.startswith("hist") or k == "hist_time"}
     decode_signature["memory"] = tf.TensorSpec((None, length, width), "float32", name="memory")
     decode_signature["memory_valid"] = tf.TensorSpec((None, length), "bool", name="memory_valid")
+    encode_signature = {k: v for k, v in dynamic.items() if k.startswith("hist")}
     endpoints = plain.endpoints(model, {})
-    endpoints["encode"] = (encode, {k: v for k, v in dynamic.items() if k.startswith("hist")})
-    endpoints["decode"] = (decode, decode_signature)
+    endpoints["encode"] = (shapes.checked(encode, encode_signature), encode_signature)
+    endpoints["decode"] = (shapes.checked(decode, decode_signature), decode_signature)
     return endpoints

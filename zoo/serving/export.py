@@ -71,8 +71,8 @@ def export(model_or_preset, path, signature="serving_default", **options):
         model_or_preset: a zoo model, a preset directory, or a registered name (its shipped preset).
         path: `<base>/<version>`; the version directory must be new or empty.
         signature: "serving_default" (every model), "parallel_candidates" (LightSUAN: `serving_default`
-            scores m2 candidates per request, `score_all` any m1), "encode_decode" (ReST: `encode`,
-            `decode` and `serving_default`).
+            and `score_all` score any M candidates in ceil(M / m2) passes), "encode_decode" (ReST:
+            `encode`, `decode` and `serving_default`).
         options: the signature's options (`m2` for parallel_candidates; for "raw" a model object also
             takes `preprocessing=`, the fitted state it was trained with).
         signature "raw" (a preset trained on a data spec): the `raw` signature, which applies the preset's

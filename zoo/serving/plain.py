@@ -1,8 +1,10 @@
 """`serving_default` for every registered model: the Schema's inputs (dynamic batch) -> `pctr` [B, M],
-`repaired_ids` [B], `repaired_numerics` [B] (the request guard, zoo/serving/guard.py)."""
+`repaired_ids` [B], `repaired_numerics` [B] (the request guard, zoo/serving/guard.py). A request whose
+shapes are not the declared ones (a history of another length than L, another M, mismatched batch
+sizes) is refused with one line naming the key (zoo/serving/shapes.py)."""
 
 from zoo.datasets.pipeline import tensor_specs
-from zoo.serving import guard
+from zoo.serving import guard, shapes
 
 
 def endpoints(model, options):
@@ -14,7 +16,8 @@ def endpoints(model, options):
         features, repaired = guard.repair(model.schema, features)
         return {"pctr": model(features, training=False), **repaired}
 
-    return {"serving_default": (serve, tensor_specs(model.schema))}
+    specs = tensor_specs(model.schema)
+    return {"serving_default": (shapes.checked(serve, specs), specs)}
 
 
 def raise_unused(options, signature):
