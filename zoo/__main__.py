@@ -153,8 +153,6 @@ def _data(args, split, rows, **load_options):
         raise ZooError(f"--data {args.data} needs --path (the raw file or folder)")
     if not os.path.exists(args.path):
         raise ZooError(f"{args.path}: no such file or folder")
-    import tensorflow as tf
-
     limit = rows if getattr(args, "rows_given", False) else None
     options = dict(getattr(args, "data_options", None) or [])
     shuffle = False if limit is not None else None  # a limited training split: the first rows, shuffled below
@@ -162,14 +160,26 @@ def _data(args, split, rows, **load_options):
         args.data, args.path, protocol=args.protocol, split=split, batch_size=batch_size, seed=args.seed,
         shuffle=shuffle, verbose=True, with_info=True, **load_options, **options,
     )
+    return _limited(args, dataset, schema, info, split, limit, batch_size, load_options.get("mode"))
+
+
+def _limited(args, dataset, schema, info, split, limit, batch_size, mode):
+    """(dataset, schema) of a loaded split, limited to its first `limit` rows when --rows was given (the
+    training rows then a fixed set, shuffled each epoch); the number of batches is known (progress bars)."""
+    import tensorflow as tf
+
+    from zoo.errors import ZooError
+
     args.data_info = info
     if limit is not None:
         dataset = dataset.unbatch().take(limit)
         if split == "train":
             dataset = dataset.cache().shuffle(min(limit, 16_384), seed=args.seed, reshuffle_each_iteration=True)
         dataset = dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)
-    if load_options.get("mode") is None:  # a row per sample: the number of batches is known (progress bars)
+    if mode is None:  # a row per sample
         total = min(info["rows"][split], limit or info["rows"][split])
+        if not total:
+            raise ZooError(f"the {split} split has no rows ({info.get('repairs', '')})")
         dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-total // batch_size)))
     dataset.zoo_rows_per_batch = batch_size  # (fit re-batches only to another size)
     return dataset, schema
@@ -178,8 +188,6 @@ def _data(args, split, rows, **load_options):
 def _spec_data(args, split, rows, batch_size, **load_options):
     """(dataset, schema) of a user's log: fitted under --spec, or read through a preset's fitted data
     contract (`args.fitted`: its preprocessing state; every row is a sample of the split "all")."""
-    import tensorflow as tf
-
     from zoo import datasets
     from zoo.errors import ZooError
 
@@ -197,19 +205,7 @@ def _spec_data(args, split, rows, batch_size, **load_options):
         shuffle=False if limit is not None else None, verbose=True, with_info=True,
         preprocessing=args.fitted, **load_options,
     )
-    args.data_info = info
-    if limit is not None:
-        dataset = dataset.unbatch().take(limit)
-        if split == "train":
-            dataset = dataset.cache().shuffle(min(limit, 16_384), seed=args.seed, reshuffle_each_iteration=True)
-        dataset = dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)
-    if load_options.get("mode") is None:
-        total = min(info["rows"][split], limit or info["rows"][split])
-        if not total:
-            raise ZooError(f"{args.data}: the {split} split has no rows ({info['repairs']})")
-        dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-total // batch_size)))
-    dataset.zoo_rows_per_batch = batch_size  # (fit re-batches only to another size)
-    return dataset, schema
+    return _limited(args, dataset, schema, info, split, limit, batch_size, load_options.get("mode"))
 
 
 def _training_data(args):
@@ -457,36 +453,21 @@ def _score(args):
     """Score every row of a raw file through a preset's data contract; write line, score (and label) as CSV."""
     import csv
 
-    import keras
     import numpy as np
 
     import zoo
     from zoo import datasets
-    from zoo.datasets.pipeline import make_dataset
     from zoo.errors import ZooError
 
     model = zoo.load(args.preset)
     state = _preset_contract(args)
     if state is None:
         raise ZooError(f"{args.preset} carries no data contract (preprocessing.json): only a preset trained on a "
-                       "data spec or on movielens, amazon_books or taobao/suan can score raw rows")
-    if state["dataset"] != "spec" and not args.path:
-        args.path = args.file
-    processed = datasets.prepare(None, args.path or args.file, preprocessing=state, verbose=False)
-    if processed.schema.to_dict() != model.schema.with_candidates(1).to_dict():
-        raise ZooError(f"{args.preset}: its preprocessing.json does not make the schema its model was built for")
-    total = processed.num_rows("all")
-    dataset, _ = make_dataset(processed, "all", batch_size=args.batch_size, shuffle=False)
-    bar = keras.utils.Progbar(total, unit_name="row", verbose=_progress()) if total else None
-    scores, labels = [], []
-    for features, label in dataset.as_numpy_iterator():
-        scores.append(np.asarray(model.score(features)).reshape(-1))
-        labels.append(label.reshape(-1))
-        if bar is not None:
-            bar.add(label.shape[0])
-    scores = np.concatenate(scores) if scores else np.zeros(0)
-    labels = np.concatenate(labels) if labels else np.zeros(0)
-    lines = processed.source_lines("all")
+                       "data spec or on criteo, movielens, amazon_books or taobao/suan can score raw rows")
+    path = args.file
+    processed = datasets.prepare(None, path, preprocessing=state, verbose=False)
+    scores, lines, labels = zoo.recipes.score_raw_rows(model, None, path, state, batch_size=args.batch_size,
+                                                       with_labels=True, verbose=_progress())
     order = np.argsort(lines, kind="stable")
     labeled = processed.info.get("labeled", True)
     with open(args.out, "w", newline="") as f:
@@ -494,7 +475,8 @@ def _score(args):
         writer.writerow(["line", "score"] + (["label"] if labeled else []))
         for i in order:
             writer.writerow([int(lines[i]), f"{scores[i]:.6f}"] + ([int(labels[i])] if labeled else []))
-    print(f"scored {total:,} row(s) of {args.file} with {args.preset}; wrote {args.out} ({processed.info['repairs']})")
+    print(f"scored {len(scores):,} row(s) of {args.file} with {args.preset}; wrote {args.out} "
+          f"({processed.info['repairs']})")
 
 
 def _request(args):
@@ -681,7 +663,6 @@ def _parser():
     score = commands.add_parser("score", help=_score.__doc__)
     score.add_argument("preset", help="preset directory or name (it must carry its data contract)")
     score.add_argument("file", help="the raw rows: a file, glob or folder in the format the preset was trained on")
-    score.add_argument("--path", help=argparse.SUPPRESS)
     score.add_argument("--out", default="scores.csv", help="the CSV to write: line, score[, label] (default scores.csv)")
     score.add_argument("--batch-size", type=int, default=1024, help="rows per batch (default 1024)")
     score.set_defaults(run=_score)
