@@ -23,7 +23,8 @@ class AFNet(keras.layers.Layer):
 
     Projections carry no biases (as written in eq 7-12); W1 maps d -> d/4 (d = n1·d in the paper's
     symbols, the token width). The profile E_p is [B, n2, d_p] (one token per user feature); every
-    sequence token attends to all of it.
+    sequence token attends to all of it. With one user feature (n2 = 1) every weight of eq 8 is exactly
+    1, so no softmax runs and E_cross = V2 W2^O for every token.
 
     Scale of the cross-attention logits: 1/sqrt(d_head), d_head = d / h, the usual per-head scaled
     dot product and the scale of the self-attention (eq 5 in the authors' code). The alternatives:
@@ -94,7 +95,9 @@ class AFNet(keras.layers.Layer):
         q = ops.reshape(ops.matmul(e_self, w_q), (-1, e_self.shape[1], h, dh))
         k = ops.reshape(ops.matmul(profile, w_k), (-1, profile.shape[1], h, dh))
         v = ops.reshape(ops.matmul(profile, w_v), (-1, profile.shape[1], h, dh))
-        probs = ops.softmax(ops.einsum("bnhd,bphd->bhnp", q, k) / math.sqrt(dh), axis=-1)
+        logits = ops.einsum("bnhd,bphd->bhnp", q, k) / math.sqrt(dh)  # [B, H, N, n2]
+        one_profile_token = profile.shape[1] == 1  # a softmax over one key is exactly 1: not run
+        probs = ops.ones_like(logits) if one_profile_token else ops.softmax(logits, axis=-1)
         out = ops.einsum("bhnp,bphd->bnhd", probs, v)
         return ops.matmul(ops.reshape(out, (-1, e_self.shape[1], h * dh)), w_o)
 
@@ -116,14 +119,20 @@ class AFNet(keras.layers.Layer):
 
     def encode_history(self, history_self, profile, history_valid):
         """History part, causal pool: (E_AFN of the history, E_sum of each behaviour [B, L, d], which the
-        candidates pool over)."""
+        candidates pool over). NumPy arrays are accepted (a public entry point, also run outside __call__)."""
+        history_self, profile, history_valid = (
+            ops.convert_to_tensor(x) for x in (history_self, profile, history_valid)
+        )
         e_cross = self.cross(history_self, profile)
         means, terms = self.history_pool(history_self + e_cross, history_valid)
         return self.align(history_self, e_cross, means), terms
 
     def encode_candidates(self, candidate_self, profile, history_terms, history_visible):
         """Candidate part, causal pool: candidate m pools the behaviours history_visible[m] [B, M, L]
-        allows and itself."""
+        allows and itself. NumPy arrays are accepted."""
+        candidate_self, profile, history_terms, history_visible = (
+            ops.convert_to_tensor(x) for x in (candidate_self, profile, history_terms, history_visible)
+        )
         e_cross = self.cross(candidate_self, profile)
         e_sum = candidate_self + e_cross
         visible = ops.cast(history_visible, e_sum.dtype)

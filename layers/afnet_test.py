@@ -1,5 +1,7 @@
 import math
+import warnings
 
+import keras
 import numpy as np
 
 from tests.references import softmax
@@ -67,6 +69,17 @@ class AFNetTest(TestCase):
             self.assertAllClose(out_h[b][self.valid[b]], expected[: self.length][self.valid[b]], atol=1e-5)
             self.assertAllClose(out_c[b], expected[self.length :], atol=1e-5)
 
+    def test_one_profile_token_runs_no_softmax(self):
+        """n2 = 1 (one user feature): eq 8's weights are exactly 1, so E_cross = V2 W2^O, and no softmax
+        over the size-1 axis runs (Keras warns on one); both pools still match the reference."""
+        self.profile = self.profile[:, :1]
+        self.args[2] = self.profile
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            self.test_causal_pool_matches_reference()
+            self.test_global_pool_is_eq_11_as_written()
+        self.assertEqual([str(w.message) for w in caught if "softmax over axis" in str(w.message)], [])
+
     def test_global_pool_is_eq_11_as_written(self):
         out_h, out_c = self.run_afnet("global")
         everything = list(range(self.length + self.m))
@@ -74,6 +87,20 @@ class AFNetTest(TestCase):
             x = np.concatenate([self.hist[b], self.cand[b]])
             expected = afnet_reference(x, self.profile[b], self.weights, 2, [everything] * len(x))
             self.assertAllClose(np.concatenate([out_h[b], out_c[b]]), expected, atol=1e-5)
+
+    def test_cache_methods_take_numpy(self):
+        """encode_history and encode_candidates (public entry points): NumPy in equals tensors in."""
+        layer = AFNet(2)
+        LayerRunner(layer, *self.args)
+        tensor = keras.ops.convert_to_tensor
+        out_numpy, terms_numpy = layer.encode_history(self.hist, self.profile, self.valid)
+        out_tensor, terms_tensor = layer.encode_history(tensor(self.hist), tensor(self.profile), tensor(self.valid))
+        self.assertAllClose(out_numpy, out_tensor, atol=1e-6)
+        self.assertAllClose(terms_numpy, terms_tensor, atol=1e-6)
+        expected = layer.encode_candidates(tensor(self.cand), tensor(self.profile), terms_tensor, tensor(self.visible))
+        terms_array = keras.ops.convert_to_numpy(terms_tensor)
+        from_numpy = layer.encode_candidates(self.cand, self.profile, terms_array, self.visible)
+        self.assertAllClose(from_numpy, expected, atol=1e-6)
 
     def test_bad_pool(self):
         with self.assertRaises(ZooError):

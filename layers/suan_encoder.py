@@ -112,7 +112,11 @@ class SuanEncoder(keras.layers.Layer):
         return candidates + self._positions()[None, self.sequence_length :] + self._time_embedding(gap), times
 
     def encode_history(self, history, history_valid, history_time, profile):
-        """History [B, L, d] through every block: (last block's history output, cache)."""
+        """History [B, L, d] through every block: (last block's history output, cache). NumPy arrays are
+        accepted (a public entry point, also run outside __call__)."""
+        history, history_valid, history_time, profile = (
+            ops.convert_to_tensor(x) for x in (history, history_valid, history_time, profile)
+        )
         x, valid, times, reference = self._embed_history(history, history_valid, history_time)
         cache = {"reference": reference, "times": times, "profile": profile}
         for i, block in enumerate(self.blocks):
@@ -121,7 +125,11 @@ class SuanEncoder(keras.layers.Layer):
 
     def encode_candidates(self, candidates, candidate_time, history_visible, cache):
         """Candidates [B, M, d] on a history cache, history_visible [B, M, L]: the last block's
-        candidate output [B, M, d]."""
+        candidate output [B, M, d]. NumPy arrays are accepted, in the cache too."""
+        candidates, candidate_time, history_visible = (
+            ops.convert_to_tensor(x) for x in (candidates, candidate_time, history_visible)
+        )
+        cache = keras.tree.map_structure(ops.convert_to_tensor, cache)
         x, times = self._embed_candidates(
             candidates, candidate_time, history_visible, cache["times"], cache["reference"]
         )

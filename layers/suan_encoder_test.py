@@ -98,6 +98,22 @@ class SuanEncoderTest(TestCase):
                  self.profile]
         self.assertAllClose(encoder(*empty), self.cand + table[6] + embed_time(np.zeros((2, 3))), atol=1e-5)
 
+    def test_cache_methods_take_numpy(self):
+        """encode_history and encode_candidates are public entry points (a user runs them outside a
+        model): NumPy arrays in give what tensors in give, on every backend."""
+        encoder = SuanEncoder(1, 2, 6)
+        LayerRunner(encoder, *self.args())
+        _, cand, valid, visible, hist_t, cand_t, _ = self.args()
+        arrays = (self.hist, valid, hist_t, self.profile)
+        out_numpy, cache_numpy = encoder.encode_history(*arrays)
+        out_tensor, cache_tensor = encoder.encode_history(*(keras.ops.convert_to_tensor(a) for a in arrays))
+        self.assertAllClose(out_numpy, out_tensor, atol=1e-6)
+        cache_arrays = keras.tree.map_structure(keras.ops.convert_to_numpy, cache_tensor)
+        candidates = (cand, cand_t, visible)
+        expected = encoder.encode_candidates(*(keras.ops.convert_to_tensor(a) for a in candidates), cache_tensor)
+        self.assertAllClose(encoder.encode_candidates(*candidates, cache_numpy), expected, atol=1e-6)
+        self.assertAllClose(encoder.encode_candidates(*candidates, cache_arrays), expected, atol=1e-6)
+
     def test_config_round_trip(self):
         encoder = SuanEncoder(1, 2, 6, window_size=2, dilation=3, alignment_pool="global")
         clone = SuanEncoder.from_config(encoder.get_config())

@@ -64,7 +64,11 @@ class UAB(keras.layers.Layer):
         self.built = True
 
     def encode_history(self, history, profile, history_valid, history_times):
-        """History part: (block output [B, L, d], state the candidate passes read)."""
+        """History part: (block output [B, L, d], state the candidate passes read). NumPy arrays are
+        accepted (a public entry point, also run outside __call__)."""
+        history, profile, history_valid, history_times = (
+            ops.convert_to_tensor(x) for x in (history, profile, history_valid, history_times)
+        )
         x = self.input_norm(history)
         e_self, keys, values = self.attention.attend_history(x, history_valid, history_times)
         x = self.attention_norm(e_self + x)
@@ -74,10 +78,14 @@ class UAB(keras.layers.Layer):
         return self.ffn(x) + x, (keys, values, times, terms)
 
     def encode_candidates(self, candidates, profile, state, history_visible, candidate_times):
-        """Candidate part on the history state, history_visible [B, M, L]: block output [B, M, d]."""
+        """Candidate part on the history state, history_visible [B, M, L]: block output [B, M, d]. NumPy
+        arrays are accepted."""
         if self.alignment_pool != "causal":
             raise ZooError("the history cache needs alignment_pool='causal' (the global mean mixes candidates)")
-        keys, values, times, terms = state
+        candidates, profile, history_visible, candidate_times = (
+            ops.convert_to_tensor(x) for x in (candidates, profile, history_visible, candidate_times)
+        )
+        keys, values, times, terms = keras.tree.map_structure(ops.convert_to_tensor, state)
         context = (keys, values, self.attention.candidate_mask(history_visible), times)
         x = self.input_norm(candidates)
         x = self.attention_norm(self.attention.attend_candidates(x, context, candidate_times) + x)

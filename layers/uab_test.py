@@ -1,5 +1,6 @@
 import math
 
+import keras
 import numpy as np
 
 from tests.references import rms_norm  # eq 2, unit scale, eps 1e-6
@@ -83,6 +84,22 @@ class UABTest(TestCase):
             self.assertAllClose(new_h, out_h)
             self.assertAllClose(new_c[:, [0, 2]], out_c[:, [0, 2]])
             self.assertGreater(np.abs(new_c[:, 1] - out_c[:, 1]).max(), 1e-3)
+
+    def test_cache_methods_take_numpy(self):
+        """encode_history and encode_candidates (public entry points): NumPy in equals tensors in."""
+        layer = UAB(2, self.length)
+        LayerRunner(layer, *self.args())
+        history = (self.hist, self.profile, self.valid, self.hist_t)
+        out_numpy, state_numpy = layer.encode_history(*history)
+        out_tensor, state_tensor = layer.encode_history(*(keras.ops.convert_to_tensor(a) for a in history))
+        self.assertAllClose(out_numpy, out_tensor, atol=1e-6)
+        state_arrays = keras.tree.map_structure(keras.ops.convert_to_numpy, state_tensor)
+        tensors = (keras.ops.convert_to_tensor(a) for a in (self.cand, self.profile, self.visible, self.cand_t))
+        cand, profile, visible, cand_t = tensors
+        expected = layer.encode_candidates(cand, profile, state_tensor, visible, cand_t)
+        for state in (state_numpy, state_arrays):
+            from_numpy = layer.encode_candidates(self.cand, self.profile, state, self.visible, self.cand_t)
+            self.assertAllClose(from_numpy, expected, atol=1e-6)
 
     def test_global_pool_breaks_causality_and_isolation(self):
         """Documented behaviour of alignment_pool="global" (eq 11 as written)."""
