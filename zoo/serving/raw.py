@@ -23,7 +23,9 @@ bucket edges (`tf.searchsorted`), and the history's preparation: entries at or a
 are dropped (nothing from a label's future), the rest ordered by time (ties keep the client's order),
 the newest L kept (the cut counted) and left-padded. Outputs, per row: `pctr` [B, M] (and
 `rectified_pctr` for SUAN-family models), `unknown_ids` [B] (values mapped to OOV), `history_cut` [B]
-(history entries dropped: beyond L, or not before the request's time).
+(history entries dropped: beyond L, or not before the request's time). As the id signatures do
+(zoo/serving/shapes.py), it refuses a request of another rank, mismatched batch sizes, candidate columns
+of different M or history columns of different H with one line naming the key; M = 0 gives pctr [B, 0].
 
 A spec whose time is a strptime format cannot be served raw (TensorFlow has no strptime op): the
 export refuses it with one line; unix seconds, milliseconds and ISO 8601 are parsed in the graph.
@@ -290,7 +292,7 @@ class RawPreprocessing:
 
 def endpoints(model, options):
     """{"raw": (function, input signature)} scoring raw rows through the preset's preprocessing."""
-    from zoo.serving import plain
+    from zoo.serving import plain, shapes
 
     state = options.pop("preprocessing", None)
     m2 = options.pop("m2", None)
@@ -300,11 +302,15 @@ def endpoints(model, options):
     any_candidates = hasattr(model, "score_all") or hasattr(model, "decoder")
 
     def score(inputs):
+        import tensorflow as tf
+
         features, unknown, cut = preprocessing(inputs)
         extra = {}
         if hasattr(model, "score_all"):
             pctr = model.score_all(features, parallel_candidates=m2 or model.parallel_candidates,
                                    use_cache=model.alignment_pool == "causal")
+            # [B, M] stated: with M = 0 (no pass) score_all's reshape cannot infer B
+            pctr = tf.reshape(pctr, tf.shape(next(v for k, v in features.items() if k.startswith("cand_"))))
             extra["rectified_pctr"] = model.rectified_pctr(pctr)
         elif hasattr(model, "decoder"):
             encoded = model.encoder()({k: v for k, v in features.items() if k.startswith("hist")}, training=False)
@@ -314,5 +320,10 @@ def endpoints(model, options):
             pctr = model(features, training=False)
         return {"pctr": pctr, **extra, "unknown_ids": unknown, "history_cut": cut}
 
+    signature = input_signature(preprocessing.spec, any_candidates)
+    kinds = input_names(preprocessing.spec)
+    shared = {f"the {kind} inputs share {axis}": [k for k in signature if kinds[k][1] == kind]
+              for kind, axis in (("cand", "M"), ("history", "H"))}
+    score = shapes.checked(score, signature, shared)  # one line naming the key for a wrong rank, B, M or H
     score.resources = list(preprocessing.tables.values())  # the lookup tables the SavedModel must hold
-    return {"raw": (score, input_signature(preprocessing.spec, any_candidates))}
+    return {"raw": (score, signature)}

@@ -105,11 +105,44 @@ class RawSignatureTest(TestCase):
             self.assertIn("unknown_ids", errors["outputs"])
             self.assertIn("history_cut", errors["outputs"])
 
+    def call_raw(self, path, inputs):
+        """{"shapes": {output: shape}} or {"error": the refusal's line}, from a TensorFlow-only process."""
+        import json
+        import subprocess
+        import sys
+
+        cases = os.path.join(self.folder, "raw_inputs.npz")
+        np.savez(cases, **inputs)
+        code = f"""
+import json, sys
+sys.modules["keras"] = None; sys.modules["zoo"] = None
+import numpy as np, tensorflow as tf
+f = tf.saved_model.load({path!r}).signatures["raw"]
+inputs = {{k: tf.constant(v, tf.string) for k, v in np.load({cases!r}).items()}}
+try:
+    print(json.dumps({{"shapes": {{k: v.shape.as_list() for k, v in f(**inputs).items()}}}}))
+except tf.errors.InvalidArgumentError as error:
+    print(json.dumps({{"error": [l for l in str(error).splitlines() if "assertion failed" in l][0]}}))
+"""
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=300)
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
     def test_din(self):
         self.check("din")
 
     def test_lightsuan_any_number_of_candidates(self):
         self.check("lightsuan", candidates=(1, 3, 9))
+        path = os.path.join(self.folder, "lightsuan_export", "1")
+        body, _ = build_request(self.state, self.later, 3)
+        inputs = {k: np.asarray(v, dtype=str) for k, v in body["inputs"].items()}
+        empty = {k: (v[:, :0] if k in ("item_id", "category", "title") else v) for k, v in inputs.items()}
+        self.assertEqual(self.call_raw(path, empty)["shapes"]["pctr"], [3, 0])  # no candidate: [B, 0]
+        mixed = dict(inputs, category=np.repeat(inputs["category"], 2, axis=1))
+        self.assertEqual(self.call_raw(path, mixed)["error"],
+                         "assertion failed: [category has shape [3, 2] but item_id has [3, 1]: the cand inputs share M]")
+        short = dict(inputs, user_id=inputs["user_id"][:2])
+        self.assertIn("has 3 rows but user_id has 2: every input needs the same B", self.call_raw(path, short)["error"])
 
     def test_rest(self):
         self.check("rest", candidates=(1, 2))

@@ -63,9 +63,10 @@ def _has_shape(shape, dims):
     return tf.reduce_all(tf.stack(same))
 
 
-def _checks(specs, features):
+def _checks(specs, features, shared=None):
     """The checks in order, each a function returning (condition, message), built once the previous one
-    passed (a batch size is read only once every rank is known to be right)."""
+    passed (a batch size is read only once every rank is known to be right). `shared`: {what: [keys]}
+    whose dynamic second axis must agree (default: the dynamic cand_* keys, "M")."""
     import tensorflow as tf
 
     keys = list(specs)
@@ -85,26 +86,27 @@ def _checks(specs, features):
             return tf.equal(rows, expected), tf.strings.join(message)
 
         checks.append(batch)
-    candidates = [key for key in keys if key.startswith("cand_") and specs[key].shape[1] is None]
-    for key in candidates[1:]:
-        def shared(key=key, first=candidates[0]):
-            shape, expected = tf.shape(features[key]), tf.shape(features[first])
-            message = [key, " has shape ", _text(shape), " but ", first, " has ", _text(expected),
-                       ": the cand_* inputs share M"]
-            return tf.equal(shape[1], expected[1]), tf.strings.join(message)
+    if shared is None:
+        shared = {"the cand_* inputs share M": [k for k in keys if k.startswith("cand_") and specs[k].shape[1] is None]}
+    for what, group in shared.items():
+        for key in group[1:]:
+            def agree(key=key, first=group[0], what=what):
+                shape, expected = tf.shape(features[key]), tf.shape(features[first])
+                message = [key, " has shape ", _text(shape), " but ", first, " has ", _text(expected), ": ", what]
+                return tf.equal(shape[1], expected[1]), tf.strings.join(message)
 
-        checks.append(shared)
+            checks.append(agree)
     return checks
 
 
-def check(specs, features):
+def check(specs, features, shared=None):
     """`features` (key -> tensor) as they are, once every shape check of `specs` (key -> tf.TensorSpec,
     the signature's inputs) has passed; else the first failing check raises InvalidArgumentError
     "assertion failed: [<one line naming the key>]" when the graph runs."""
     import tensorflow as tf
 
     passed = []
-    for build in _checks(specs, features):
+    for build in _checks(specs, features, shared):
         with tf.control_dependencies(passed):
             condition, message = build()
             passed = [tf.debugging.Assert(condition, [message])]
@@ -112,14 +114,14 @@ def check(specs, features):
         return {key: tf.identity(value) for key, value in features.items()}
 
 
-def checked(function, specs):
+def checked(function, specs, shared=None):
     """`function` (one dict argument, as `zoo.export` traces it) behind `check` of the signature's
-    `specs`. The export traces it under TensorFlow; called eagerly under JAX or torch (tests of the
-    endpoints) it is `function` itself."""
+    `specs` (and `shared` second axes). The export traces it under TensorFlow; called eagerly under JAX or
+    torch (tests of the endpoints) it is `function` itself."""
 
     def serve(features):
         if keras.backend.backend() != "tensorflow":
             return function(features)
-        return function(check(specs, features))
+        return function(check(specs, features, shared))
 
     return serve
