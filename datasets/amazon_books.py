@@ -1,7 +1,8 @@
 """Amazon Books ratings (McAuley's raw ratings CSV: user,item,rating,timestamp, no header; a header
 line user,item,rating,timestamp is also accepted) under ReST's protocol, exactly as `movielens`
 (rating >= 4 positive, 5-core, per-user time-ordered 80/10/10, history <= 200), including its fitted
-preprocessing and scoring mode.
+preprocessing and scoring mode; the file is read as `movielens` reads its files, through the data-spec
+engine's pyarrow reader (`events.read_log`).
 
 Already-preprocessed files are refused with a ZooError rather than guessed at: torch-rechub's
 amazon_books_sample.csv (header user_id,item_id,time,label; re-indexed ids, a day index for time and
@@ -32,7 +33,7 @@ def raw_files(path, protocol):
 
 
 def build(files, protocol, options, out_dir, verbose, fitted=None):
-    movielens.build_rest(files[0], ",", HEADER, options, out_dir, verbose, dataset="amazon_books", fitted=fitted)
+    movielens.build_rest(files[0], ",", HEADER, options, out_dir, dataset="amazon_books", fitted=fitted)
 
 
 def load(path, **kwargs):

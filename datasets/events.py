@@ -1,60 +1,350 @@
 """Event-log data sets (one behaviour per row) -> `storage.Events`.
 
-The readers of MovieLens, Amazon Books and Taobao UserBehavior stream their file into integer
-columns (`EventColumns`: raw tokens interned to dense ints, so memory is a few bytes per event, never
-the text), then filter, sort by (user, time), split, fit vocabularies on the training events only
-and write the events plus per-sample history pointers (`write_events`).
+The readers of MovieLens, Amazon Books and Taobao UserBehavior are protocol layers over the data-spec
+engine's reading: `read_log` streams their file through the engine's pyarrow CSV reader
+(`spec_reading.read_chunks`, a block of rows at a time) and converts each chunk vectorised into integer
+columns (raw tokens numbered densely in first-seen order by an `Interner`, so memory is a few bytes per
+event, never the text). The readers then filter, sort by (user, time), split, fit vocabularies on the
+training events only and write the events plus per-sample history pointers (`write_events`).
 """
 
 import numpy as np
 
-from zoo.datasets import preprocess, storage
+from zoo.datasets import preprocess, spec_reading, storage
+from zoo.datasets.reading import TRUNCATED, UTF8_BOM, _decode_first
+from zoo.errors import ZooError
+
+MAX_TIME = 2**40  # unix seconds far beyond any real event; a larger value is a malformed time
+EMPTY_FIELD = "dropped {n} row(s) with an empty field"
+# Values of these forms are converted by pyarrow (to the number Python gives); any other goes through
+# Repairs.number, as read_rows' readers did: "1e9" and "3.0" are whole seconds, " 4 " is 4.
+PLAIN = {float: r"^[0-9]{1,15}(\.[0-9]{1,15})?$", "time": r"^[0-9]{1,12}$"}
 
 
 class Interner:
-    """Raw token -> dense int 0..n-1 in first-seen order."""
+    """Raw token -> dense int 0..n-1 in first-seen order (`index`: {token: int})."""
 
     def __init__(self):
         self.index = {}
 
-    def __call__(self, token):
+    def extend(self, tokens):
+        """int64 [len(tokens)]: the ints of `tokens` (given in first-seen order), the new ones numbered next."""
         index = self.index
-        value = index.get(token)
-        if value is None:
-            value = index[token] = len(index)
-        return value
+        return np.fromiter((index.setdefault(token, len(index)) for token in tokens), np.int64, len(tokens))
 
     def __len__(self):
         return len(self.index)
 
 
-class EventColumns:
-    """Columns of parsed events, appended row by row and stored in NumPy chunks."""
+def read_log(path, delimiter, columns, repairs, *, header=None, lines=False):
+    """The columns of a delimited event log, read by the engine's pyarrow reader a chunk at a time.
 
-    CHUNK = 65536
+    Args:
+        path: the file (no quoting: a field is the text between two delimiters).
+        delimiter: one character, or one character repeated ("::" is read as ":", and the field between
+            the two halves is checked to be empty).
+        columns: {name: kind} of the file's fields, in order. Kinds: "id" (a raw token), float (a number),
+            "time" (whole unix seconds, 0 <= t < 2**40) or a dict {token: code} (one of a closed set). A
+            value not of its kind raises a ZooError naming the file, the line and the column (`name`).
+        repairs: the file's `Repairs`: rows read, blank lines and dropped rows are counted there.
+        header: None, or a header's field names: a first line equal to them (case-insensitive) is
+            skipped, any other first line is data.
+        lines: also return each row's file line ("line").
 
-    def __init__(self, dtypes):
-        self.dtypes = dtypes
-        self.rows = {name: [] for name in dtypes}
-        self.chunks = {name: [] for name in dtypes}
+    Returns:
+        ({name: [E] array} (+ "line"), {name: Interner} of the "id" columns): an "id" column as dense
+        ints (int64, first-seen order), float as float64, "time" as int64, a dict column as its codes.
 
-    def append(self, **values):
-        for name, value in values.items():
-            self.rows[name].append(value)
-        if len(self.rows[name]) >= self.CHUNK:
-            self._flush()
+    The rules are `reading.read_rows`': a field is its bytes as latin-1 text, stripped; a row with an
+    empty field is dropped and counted; blank lines are counted, not rows; a last line without a newline
+    is dropped and counted as truncated when it has too few fields or a final field shorter than every
+    complete row's; any other row with the wrong number of fields raises a ZooError naming its line; a
+    file without data rows is refused in one line.
+    """
+    return _Log(path, delimiter, columns, repairs, header).read(lines)
 
-    def _flush(self):
-        for name, rows in self.rows.items():
-            self.chunks[name].append(np.asarray(rows, dtype=self.dtypes[name]))
-            rows.clear()
 
-    def arrays(self):
-        self._flush()
-        return {
-            name: np.concatenate(chunks) if chunks else np.zeros(0, self.dtypes[name])
-            for name, chunks in self.chunks.items()
-        }
+class _Log:
+    """One `read_log` call: the file's layout for pyarrow, and the account of its rows."""
+
+    def __init__(self, path, delimiter, columns, repairs, header):
+        step, self.char = len(delimiter), delimiter[0]
+        if delimiter != self.char * step:
+            raise ValueError(f"a delimiter is one character, or one character repeated, not {delimiter!r}")
+        self.path, self.delimiter, self.columns, self.repairs = path, delimiter, columns, repairs
+        self.width = len(columns) * step - (step - 1)  # pyarrow's fields: ours, step - 1 empty ones between two
+        self.raw = [f"f{i}" for i in range(self.width)]
+        self.fields = dict(zip(columns, self.raw[::step]))
+        self.gaps = [name for i, name in enumerate(self.raw) if i % step]
+        with open(path, "rb") as stream:
+            first = stream.readline()
+            marked = first.startswith(UTF8_BOM)
+            first = _decode_first(first, path, repairs)  # refuses UTF-16, notes a UTF-8 byte-order mark
+            self.nothing = not first and not stream.read(1)  # pyarrow refuses a file with no line at all
+        self.marked_blank = marked and not first.rstrip(b"\r\n")  # a blank line the engine does not count
+        names = [f.strip().lower() for f in first.decode("latin-1").rstrip("\r\n").split(delimiter)]
+        self.has_header = header is not None and names == [h.lower() for h in header]
+        # A carriage return not before a newline ends a line for pyarrow, not for read_rows: then the
+        # file's lines are counted here, in one pass (the reader's rows are not its lines).
+        self.lone_returns = _lone_returns(path)
+        self.spaces = 0  # rows of blanks between whitespace delimiters: blank lines, though pyarrow's rows
+
+    def read(self, lines):
+        repairs = self.repairs
+        if self.marked_blank:
+            repairs.blank_lines += 1
+        source = {"format": "csv", "delimiter": self.char, "quote": None, "header": False, "column_names": self.raw}
+        chunks = () if self.nothing else spec_reading.read_chunks(self.path, source, self.raw, repairs)
+        last_line = _unterminated_last_line(self.path)
+        interners = {name: Interner() for name, kind in self.columns.items() if kind == "id"}
+        parts = {name: [] for name in list(self.columns) + ["line"]}
+        shortest = None  # the shortest final field of the complete rows so far
+        for chunk, final in self._with_last(chunks):
+            skip = np.zeros(chunk.rows, bool)  # the header, a blank line or a truncated last row: no data row
+            if self.has_header and chunk.first_line == 1:
+                skip[0] = True
+                repairs.read -= 1
+            empty, bad, values = self._convert(chunk)
+            if self.char.isspace():
+                blank = empty.all(axis=0) & ~skip
+                self.spaces += int(blank.sum())
+                repairs.read -= int(blank.sum())
+                repairs.blank_lines += int(blank.sum())
+                skip |= blank
+            length = _lengths(chunk.columns[self.raw[-1]])
+            if final and self._cut(chunk, skip, length, shortest, last_line):
+                skip[-1] = True
+                repairs.drop(TRUNCATED)
+            if (~skip).any():
+                low = int(length[~skip].min())
+                shortest = low if shortest is None else min(shortest, low)
+            misplaced = np.zeros(chunk.rows, bool)  # "a::b:c::d" read with ':' puts 'b' where '' belongs
+            for gap in self.gaps:
+                misplaced |= _lengths(chunk.columns[gap]) > 0
+            dropped = empty.any(axis=0) & ~skip
+            repairs.drop(EMPTY_FIELD, int(dropped.sum()))
+            for row in np.flatnonzero(~skip & (misplaced | (bad.any(axis=0) & ~dropped))):
+                line = self._line(chunk, row)
+                if misplaced[row]:
+                    found = len(self._text(chunk, row).split(self.delimiter))
+                    repairs.error(line, f"expected {len(self.columns)} fields, found {found}")
+                self._check([_clean(chunk.columns[self.fields[name]][int(row)].as_py()) for name in self.columns], line)
+            kept = ~skip & ~dropped
+            for name, kind in self.columns.items():
+                if kind == "id":
+                    codes, tokens = values[name]
+                    parts[name].append(_intern(codes[kept], tokens, interners[name]))
+                else:
+                    parts[name].append(values[name][kept])
+            parts["line"].append(chunk.first_line + np.flatnonzero(kept))  # the reader's row numbers, from 1
+        if TRUNCATED in repairs.counts:  # read_rows counted a truncated last row after the rows before it
+            repairs.counts[TRUNCATED] = repairs.counts.pop(TRUNCATED)
+        if self.lone_returns:
+            repairs.blank_lines = sum(not text.strip() for _, text, _ in self._lines())
+        self._refuse_no_rows()
+        arrays = {name: np.concatenate(parts[name]) for name in self.columns}
+        if lines:
+            rows = np.concatenate(parts["line"]).astype(np.int64)
+            arrays["line"] = rows if not self._shifted() else self._row_lines()[rows - 1]
+        return arrays, interners
+
+    def _cut(self, chunk, skip, length, shortest, last_line):
+        """Whether the chunk's last row is the file's last line, without a newline and cut short: with too
+        few fields, or a final field shorter than every complete row's (`length` [n], `shortest` before)."""
+        if last_line is None or skip[-1] or self._text(chunk, -1) != last_line:
+            return False
+        complete = length[:-1][~skip[:-1]].tolist() + ([shortest] if shortest is not None else [])
+        return len(last_line.split(self.delimiter)) < len(self.columns) or bool(complete and length[-1] < min(complete))
+
+    def _with_last(self, chunks):
+        """(chunk, whether it is the last); a block the reader refuses raises read_rows' error for it."""
+        chunks, previous = iter(chunks), None
+        while True:
+            try:
+                chunk = next(chunks)
+            except StopIteration:
+                break
+            except ZooError as error:
+                if previous is not None:
+                    yield previous, False  # its rows come first in the file, and so do their errors
+                start = 1 if previous is None else previous.first_line + previous.rows
+                raise ZooError(self._first_fault(start) or str(error)) from None
+            if previous is not None:
+                yield previous, False
+            previous = chunk
+        if previous is not None:
+            yield previous, True
+
+    def _convert(self, chunk):
+        """(empty [fields, n], bad [fields, n], {name: values}) of a chunk: a field empty once stripped, a
+        value not of its column's kind (a row with one is checked by `_check`), and the values: an "id"
+        column's (codes [n], its distinct stripped tokens in first-seen order), the others' arrays [n]."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        empty = np.zeros((len(self.columns), chunk.rows), bool)
+        bad = np.zeros((len(self.columns), chunk.rows), bool)
+        values = {}
+        for k, (name, kind) in enumerate(self.columns.items()):
+            array = chunk.columns[self.fields[name]]
+            if kind in (float, "time"):
+                plain = np.asarray(pc.match_substring_regex(array, PLAIN[kind]).to_numpy(zero_copy_only=False), bool)
+                numbers = np.zeros(chunk.rows, np.float64 if kind is float else np.int64)
+                numbers[plain] = pc.cast(array.filter(pa.array(plain)), pa.float64() if kind is float else pa.int64()
+                                         ).to_numpy(zero_copy_only=False)
+                for row, value in zip(np.flatnonzero(~plain), array.filter(pa.array(~plain)).to_pylist()):
+                    text = _clean(value)
+                    number = _number(text, name, kind, self.repairs) if text else None
+                    empty[k, row], bad[k, row] = not text, bool(text) and number is None
+                    numbers[row] = number or 0
+                values[name] = numbers
+                continue
+            encoded = pc.dictionary_encode(array)
+            codes = encoded.indices.to_numpy(zero_copy_only=False)
+            tokens = [_clean(token) for token in encoded.dictionary.to_pylist()]
+            empty[k] = np.array([not token for token in tokens], bool)[codes]
+            if kind == "id":
+                values[name] = (codes, tokens)
+            else:
+                bad[k] = np.array([bool(token) and token not in kind for token in tokens], bool)[codes]
+                values[name] = np.array([kind.get(token, 0) for token in tokens], np.int32)[codes]
+        return empty, bad, values
+
+    def _check(self, texts, line):
+        """read_rows' readers' checks of one row's (stripped, non-empty) values, in column order: the first
+        value not of its column's kind raises."""
+        for (name, kind), text in zip(self.columns.items(), texts):
+            if isinstance(kind, dict) and text not in kind:
+                self.repairs.error(line, f"column '{name}' should be one of {', '.join(kind)}, found {text[:40]!r}")
+            if kind in (float, "time"):
+                value = self.repairs.number(text, line, name, float if kind is float else int)
+                if kind == "time" and not 0 <= value < MAX_TIME:
+                    self.repairs.error(line, f"column '{name}' should be unix seconds, found {value}")
+
+    def _text(self, chunk, row):
+        """The line of a chunk's row, as the file holds it."""
+        return self.char.join(chunk.columns[name][int(row)].as_py() for name in self.raw)
+
+    def _shifted(self):
+        """Whether the reader's row numbers may differ from the file's lines (it skipped lines)."""
+        return self.lone_returns or self.repairs.blank_lines != self.spaces
+
+    def _line(self, chunk, row):
+        """The file line of a chunk's row."""
+        number = chunk.first_line + int(row)
+        return int(self._row_lines(stop=number)[number - 1]) if self._shifted() else number
+
+    def _lines(self):
+        """(line number, text, whether a newline ends it) of each line as read_rows splits the file: at
+        newlines; latin-1 text without the line's end, and without a byte-order mark."""
+        with open(self.path, "rb") as stream:
+            for number, raw in enumerate(stream, 1):
+                if number == 1:
+                    raw = raw.removeprefix(UTF8_BOM)
+                text = raw.decode("latin-1")
+                yield number, text.rstrip("\r\n"), text.endswith("\n")
+
+    def _rows_in(self, text, ended):
+        """How many rows pyarrow reads in a line of the file: it also ends a line at a lone carriage
+        return, and skips empty lines and lines of spaces whose number of fields is not the file's."""
+        body = text if ended or not text.endswith("\r") else text[:-1]
+        return sum(bool(part) and (part.encode("latin-1").decode("utf-8", "replace").strip() != ""
+                                   or part.count(self.char) + 1 == self.width) for part in body.split("\r"))
+
+    def _row_lines(self, stop=None):
+        """The file line of each row the reader yields, up to the `stop`-th: one pass over the lines."""
+        found = []
+        for number, text, ended in self._lines():
+            found += [number] * self._rows_in(text, ended)
+            if stop is not None and len(found) >= stop:
+                break
+        return np.asarray(found, np.int64)
+
+    def _first_fault(self, start):
+        """read_rows' error for the first faulty line of the block the reader refused (from its row number
+        `start` on): a wrong number of fields, or a value not of its kind before it; None if none is found."""
+        count, rows = len(self.columns), 0
+        for number, text, ended in self._lines():
+            rows += self._rows_in(text, ended)
+            if rows < start or not text.strip() or (number == 1 and self.has_header):
+                continue
+            fields = text.split(self.delimiter)
+            if len(fields) != count:
+                if not ended and len(fields) < count:
+                    continue  # a truncated last row, dropped
+                return f"{self.path}, line {number}: expected {count} fields, found {len(fields)}"
+            if text.count(self.char) + 1 != self.width:
+                return f"{self.path}, line {number}: a field holds {self.char!r}, which separates the fields here"
+            texts = [field.strip() for field in fields]
+            if ended and all(texts):
+                self._check(texts, number)
+        return None
+
+    def _refuse_no_rows(self):
+        repairs = self.repairs
+        if repairs.read > repairs.counts.get(TRUNCATED, 0):
+            return
+        if repairs.read:
+            raise ZooError(f"{self.path}: the file holds no complete data row ({repairs.summary()})")
+        if self.has_header:
+            raise ZooError(f"{self.path}: the file holds only its header line, no data rows")
+        if repairs.blank_lines:
+            raise ZooError(f"{self.path}: the file holds only blank lines, no data rows")
+        raise ZooError(f"{self.path}: the file is empty")
+
+
+def _clean(value):
+    """A field as read_rows gave it: its bytes as latin-1 text, stripped."""
+    return value.strip() if value.isascii() else value.encode("utf-8").decode("latin-1").strip()
+
+
+def _number(text, name, kind, repairs):
+    """The value of a number that is not plain (Repairs.number's rules), or None if it is not one."""
+    try:
+        value = repairs.number(text, 0, name, float if kind is float else int)
+    except ZooError:
+        return None
+    return value if kind is float or 0 <= value < MAX_TIME else None
+
+
+def _lengths(array):
+    import pyarrow.compute as pc
+
+    return np.asarray(pc.binary_length(array).to_numpy(zero_copy_only=False), np.int64)
+
+
+def _intern(codes, tokens, interner):
+    """Dense ints of a chunk's kept rows ([n] codes into `tokens`), numbered in first-seen order."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    encoded = pc.dictionary_encode(pa.array(codes))  # the codes in the order the kept rows first show them
+    order = encoded.dictionary.to_numpy(zero_copy_only=False)
+    return interner.extend([tokens[code] for code in order])[encoded.indices.to_numpy(zero_copy_only=False)]
+
+
+def _lone_returns(path):
+    """Whether the file holds a carriage return that is not before a newline."""
+    carry = b""
+    with open(path, "rb") as stream:
+        while block := stream.read(spec_reading.BLOCK_BYTES):
+            block, carry = carry + block, b""
+            if block.endswith(b"\r"):
+                block, carry = block[:-1], b"\r"
+            if block.count(b"\r") != block.count(b"\r\n"):
+                return True
+    return carry == b"\r"
+
+
+def _unterminated_last_line(path):
+    """The file's last line (as pyarrow decodes it) when the file does not end with a newline, else None."""
+    with open(path, "rb") as stream:
+        size = stream.seek(0, 2)
+        stream.seek(max(size - 65536, 0))
+        tail = stream.read()
+    if not tail or tail.endswith(b"\n"):
+        return None
+    return tail.rsplit(b"\n", 1)[-1].decode("utf-8", "replace").rstrip("\r")
 
 
 def fit_ids(dense, train, size, min_count=1):

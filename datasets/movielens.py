@@ -2,6 +2,11 @@
 
 The file is detected from the folder (or given directly): ML-100K `u.data` (tab-separated), ML-1M
 `ratings.dat` (`::`-separated), ML-20M/25M `ratings.csv` (header userId,movieId,rating,timestamp).
+It is read through the data-spec engine's pyarrow reader (`events.read_log` over
+`spec_reading.read_chunks`: blocks of rows converted vectorised, ids numbered in first-seen order), under
+read_rows' rules: blank lines and a truncated last row counted, a row with an empty field dropped and
+counted, a malformed row or value refused in one line naming the file, line and column. This module
+keeps only the protocol.
 
 Protocol `rest` (ReST §4.1): label = rating >= 4; no negative sampling; an iterative 5-core on all
 ratings (users and items with >= `core` ratings; the removed count is printed); per user, ratings in
@@ -27,7 +32,7 @@ import numpy as np
 
 from zoo.datasets import events, preprocess
 from zoo.datasets import fitted as fitted_state
-from zoo.datasets.reading import Repairs, find_file, read_rows
+from zoo.datasets.reading import Repairs, find_file
 from zoo.feature import Feature
 from zoo.schema import Schema
 
@@ -40,7 +45,6 @@ FORMATS = {  # file name: (delimiter, header)
     "ratings.dat": ("::", None),
     "ratings.csv": (",", ("userId", "movieId", "rating", "timestamp")),
 }
-MAX_TIME = 2**40  # unix seconds far beyond any real rating; a larger value is a malformed time
 
 
 def raw_files(path, protocol):
@@ -51,33 +55,23 @@ def build(files, protocol, options, out_dir, verbose, fitted=None):
     path = files[0]
     name = path.replace("\\", "/").rsplit("/", 1)[-1]
     delimiter, header = FORMATS.get(name, FORMATS["ratings.csv"])
-    build_rest(path, delimiter, header, options, out_dir, verbose, dataset="movielens", fitted=fitted)
+    build_rest(path, delimiter, header, options, out_dir, dataset="movielens", fitted=fitted)
 
 
-def read_ratings(path, delimiter, header, repairs, verbose, lines=False):
+def read_ratings(path, delimiter, header, repairs, lines=False):
     """(user, item, rating, time[, line]) columns and the user and item Interners (raw token -> dense)."""
-    users, items = events.Interner(), events.Interner()
-    dtypes = {"user": np.int64, "item": np.int64, "rating": np.float32, "time": np.int64}
-    columns = events.EventColumns(dict(dtypes, line=np.int64) if lines else dtypes)
-    for line, fields in read_rows(path, delimiter, 4, repairs, header=header, verbose=verbose):
-        user, item, rating, time = (f.strip() for f in fields)
-        if not (user and item and rating and time):
-            repairs.drop("dropped {n} row(s) with an empty field")
-            continue
-        rating = repairs.number(rating, line, "rating")
-        time = repairs.number(time, line, "timestamp", int)
-        if not 0 <= time < MAX_TIME:
-            repairs.error(line, f"column 'timestamp' should be unix seconds, found {time}")
-        row = {"line": line} if lines else {}
-        columns.append(user=users(user), item=items(item), rating=rating, time=time, **row)
-    return columns.arrays(), users, items
+    columns = {"user": "id", "item": "id", "rating": float, "timestamp": "time"}
+    data, interners = events.read_log(path, delimiter, columns, repairs, header=header, lines=lines)
+    data["rating"] = data["rating"].astype(np.float32)
+    data["time"] = data.pop("timestamp")
+    return data, interners["user"], interners["item"]
 
 
-def build_rest(path, delimiter, header, options, out_dir, verbose, dataset="movielens", fitted=None):
+def build_rest(path, delimiter, header, options, out_dir, dataset="movielens", fitted=None):
     """ReST's protocol on a (user, item, rating, timestamp) file; with `fitted` (a checked
     preprocessing state of the same data set and protocol), its scoring mode: see the module docstring."""
     repairs = Repairs(path)
-    data, users, items = read_ratings(path, delimiter, header, repairs, verbose, lines=fitted is not None)
+    data, users, items = read_ratings(path, delimiter, header, repairs, lines=fitted is not None)
     if fitted is None:
         keep = preprocess.k_core(data["user"], data["item"], options["core"])
         repairs.drop("removed {n} rating(s) of users/items with fewer than %d ratings (%d-core)"

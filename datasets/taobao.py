@@ -1,10 +1,13 @@
 """Taobao, two raw formats (SUAN §4.1 uses Taobao behaviour logs).
 
 Protocol `suan`: Tianchi UserBehavior.csv (user_id,item_id,category_id,behavior_type,timestamp; no
-header; behavior_type one of pv, fav, cart, buy). Target-aware samples: for every behaviour of a
-user that has at least one earlier behaviour, the history is the user's last `sequence_length`
-behaviours strictly earlier in time (hist_item_id, hist_category, hist_behavior, hist_time) and the
-candidate is that behaviour's item.
+header; behavior_type one of pv, fav, cart, buy), read through the data-spec engine's pyarrow reader
+(`events.read_log` over `spec_reading.read_chunks`: blocks of rows converted vectorised, ids numbered in
+first-seen order; a row with an empty field dropped and counted, a truncated last row dropped and
+counted, a malformed row or value refused in one line naming the file and line). Target-aware samples:
+for every behaviour of a user that has at least one earlier behaviour, the history is the user's last
+`sequence_length` behaviours strictly earlier in time (hist_item_id, hist_category, hist_behavior,
+hist_time) and the candidate is that behaviour's item.
 - Label: 1 for the user's real next behaviour (any type: a click, favourite, cart or purchase of the
   item is the engagement SUAN predicts); the log holds only positives, so each positive gets
   `negatives` sampled items, label 0: drawn uniformly from the training item vocabulary (excluding the
@@ -45,7 +48,7 @@ import numpy as np
 
 from zoo.datasets import events, preprocess, tabular
 from zoo.datasets import fitted as fitted_state
-from zoo.datasets.reading import Repairs, find_file, first_line, read_rows
+from zoo.datasets.reading import Repairs, find_file, first_line
 from zoo.errors import ZooError
 from zoo.feature import Feature
 from zoo.schema import Schema
@@ -92,7 +95,7 @@ def raw_files(path, protocol):
 
 def build(files, protocol, options, out_dir, verbose, fitted=None):
     if protocol == "suan":
-        _build_suan(files[0], options, out_dir, verbose, fitted)
+        _build_suan(files[0], options, out_dir, fitted)
     else:
         _build_ads(files, options, out_dir, verbose)
 
@@ -103,31 +106,16 @@ def _day_seconds(text, end=False):
     return int(day.timestamp()) - BEIJING + (86400 if end else 0)
 
 
-def _read_behaviors(path, repairs, verbose, lines=False):
-    users, items, categories = events.Interner(), events.Interner(), events.Interner()
-    dtypes = {"user": np.int64, "item": np.int64, "category": np.int64, "behavior": np.int32, "time": np.int64}
-    columns = events.EventColumns(dict(dtypes, line=np.int64) if lines else dtypes)
-    for line, fields in read_rows(path, ",", 5, repairs, verbose=verbose):
-        user, item, category, behavior, time = (f.strip() for f in fields)
-        if not (user and item and category and behavior and time):
-            repairs.drop("dropped {n} row(s) with an empty field")
-            continue
-        if behavior not in BEHAVIORS:
-            repairs.error(line, f"column 'behavior_type' should be one of pv, fav, cart, buy, found {behavior[:40]!r}")
-        time = repairs.number(time, line, "timestamp", int)
-        if not 0 <= time < 2**40:
-            repairs.error(line, f"column 'timestamp' should be unix seconds, found {time}")
-        row = {"line": line} if lines else {}
-        columns.append(
-            user=users(user), item=items(item), category=categories(category), behavior=BEHAVIORS[behavior],
-            time=time, **row,
-        )
-    return columns.arrays(), users, items, categories
+def _read_behaviors(path, repairs, lines=False):
+    columns = {"user": "id", "item": "id", "category": "id", "behavior_type": BEHAVIORS, "timestamp": "time"}
+    data, interners = events.read_log(path, ",", columns, repairs, lines=lines)
+    data["behavior"], data["time"] = data.pop("behavior_type"), data.pop("timestamp")
+    return data, interners["user"], interners["item"], interners["category"]
 
 
-def _build_suan(path, options, out_dir, verbose, fitted=None):
+def _build_suan(path, options, out_dir, fitted=None):
     repairs = Repairs(path)
-    data, users, items, categories = _read_behaviors(path, repairs, verbose, lines=fitted is not None)
+    data, users, items, categories = _read_behaviors(path, repairs, lines=fitted is not None)
     if options["date_range"] is not None and fitted is None:
         first, last = options["date_range"]
         inside = (data["time"] >= _day_seconds(first)) & (data["time"] < _day_seconds(last, end=True))
