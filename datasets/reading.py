@@ -1,6 +1,8 @@
 """Streaming reads of the raw files: rows with their line numbers, progress, and an account of every row.
 
-Every reader goes through `read_rows`, so every data set treats bad input the same way:
+The Avazu, Taobao ads and Eleme readers go through `read_rows`; the data-spec engine and the Criteo,
+MovieLens, Amazon Books and Taobao UserBehavior readers read through pyarrow (zoo/datasets/spec_reading.py,
+events.read_log) with the same rules and the same `Repairs` account. The rules every reader keeps:
 
 - a UTF-8 byte-order mark at the start of the file is removed (and noted); a UTF-16 file is refused;
 - blank lines are skipped and counted; they are not rows (so they never move a split by row order);
