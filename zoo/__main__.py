@@ -392,6 +392,8 @@ def _use_preset_contract(args, state, command):
     """Points `args` at the data the preset's contract reads: its spec (every row of --data scored), or its
     reader's protocol and options (a refit that reproduces the preset's fit gives the test split; another
     file is scored row by row through the preset's fit). Returns the split to read."""
+    import json
+
     from zoo import datasets
     from zoo.errors import ZooError
 
@@ -413,7 +415,12 @@ def _use_preset_contract(args, state, command):
         raise ZooError(f"--data {args.data} needs --path (the raw file or folder)")
     refit = datasets.prepare(args.data, args.path, protocol=state["protocol"], verbose=False, **state["options"])
     if refit.preprocessing()["fitted"] == state["fitted"]:
-        args.protocol, args.data_options = state["protocol"], list(state["options"].items())
+        defaults = datasets.registry.reader_module(args.data).OPTIONS[state["protocol"]]
+        args.protocol = state["protocol"]
+        # the options that differ from the protocol's defaults (taobao's negative-sampling `seed` is one of
+        # them by name, and load's own seed is the shuffle's)
+        args.data_options = [(k, v) for k, v in state["options"].items()
+                             if json.loads(json.dumps(defaults.get(k))) != v]
         print(f"{command}: {args.path} under the preset's protocol {state['protocol']} {state['options']}; its fit "
               "equals the preset's, so the protocol's test split is the preset's held-out data")
         return "test"
