@@ -50,12 +50,21 @@ class RealPresetsTest(TestCase):
 
 
 class EvaluateRealPresetsTest(TestCase):
-    """`python -m zoo evaluate rest_movielens --data movielens --path <ML-100K>` with no other flag: the
-    preset's protocol options (L = 50) are applied, the refit equals the preset's fit, and the test split
-    scores exactly the test AUC the preset records. TensorFlow only: the same command path runs on every
-    backend in zoo/main_test.py's YourOwnDataTest; here it scores 10,371 ReST rows."""
+    """`python -m zoo evaluate rest_movielens --data movielens --path <ML-100K>` (and suan_userbehavior on the
+    UserBehavior sample) with no other flag: the preset's protocol options (L = 50) are applied, the refit
+    equals the preset's fit, and the test split scores exactly the test AUC the preset records. TensorFlow
+    only: the same command path runs on every backend in zoo/main_test.py's YourOwnDataTest; here it
+    scores 10,371 ReST and 22,754 SUAN rows."""
 
     def test_rest_movielens_evaluates_on_its_own_data_with_no_flags(self):
+        self.check("rest_movielens", "movielens", SHARED_DATA / "movielens-100k", "u.data")
+
+    def test_suan_userbehavior_evaluates_on_its_own_data_with_no_flags(self):
+        # its protocol options include the negatives' `seed`, which must not reach load's shuffle seed
+        folder = SHARED_DATA / "taobao-userbehavior"
+        self.check("suan_userbehavior", "taobao", folder / "UserBehavior.csv", "UserBehavior.csv")
+
+    def check(self, preset, data, path, file):
         import contextlib
         import io
         import os
@@ -65,13 +74,12 @@ class EvaluateRealPresetsTest(TestCase):
 
         from zoo.__main__ import main
 
-        folder = SHARED_DATA / "movielens-100k"
-        if keras.backend.backend() != "tensorflow" or not (folder / "u.data").exists():
-            raise unittest.SkipTest("TensorFlow with the shared ML-100K only")
-        recorded = json.loads((ROOT / "saved" / "rest_movielens" / "metadata.json").read_text())["metrics"]
+        if keras.backend.backend() != "tensorflow" or not (path if path.is_file() else path / file).exists():
+            raise unittest.SkipTest(f"TensorFlow with the shared {file} only")
+        recorded = json.loads((ROOT / "saved" / preset / "metadata.json").read_text())["metrics"]
         out = io.StringIO()
         with contextlib.redirect_stdout(out), unittest.mock.patch.dict(os.environ, {"ZOO_DATA_CACHE": tempfile.mkdtemp()}):
-            status = main(["evaluate", "rest_movielens", "--data", "movielens", "--path", str(folder)])
+            status = main(["evaluate", preset, "--data", data, "--path", str(path)])
         self.assertEqual(status, 0)
         text = out.getvalue()
         self.assertIn("its fit equals the preset's", text)
