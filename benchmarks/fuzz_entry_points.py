@@ -1,11 +1,13 @@
 """Fuzz of the scoring entry points: every generated request is a correct score or a one-line ZooError.
 
     KERAS_BACKEND=jax python benchmarks/fuzz_entry_points.py --cases 1000 [--families din rest] [--seed 0]
+                                                             [--threads 8]
 
 For each family (din, suan, lightsuan, rest, deres_p; small random-weight models from
-tests/model_configs.py) and each of its entry points (`score`; `score_candidates` for the SUAN family;
-`encode` and `decode` for ReST), cases are generated with numpy's random Generator by mutating one
-valid request (4 rows; 5 candidates for score_candidates, 3 for decode):
+tests/model_configs.py) and each of its entry points (`score` and Keras' `predict`, which the README's
+examples call; `score_candidates` for the SUAN family; `encode` and `decode` for ReST), cases are
+generated with numpy's random Generator by mutating one valid request (4 rows; 5 candidates for
+score_candidates, 3 for decode):
   - invalid mutations, each of which must give a one-line ZooError: not a dict, missing/unknown keys,
     empty batch, batch sizes that disagree, float/str/bool/object/None/dict values, ragged lists, wrong
     rank (1-D candidates, 3-D features), histories too short or long, negative, too large or huge ids,
@@ -23,6 +25,9 @@ Each case is classified: correct, refused (ZooError of one line) or a failure: t
 exception), multi_line (a ZooError of several lines), nan (a non-finite score), wrong (another shape
 or score), accepted_bad (an invalid request scored), refused_valid (a valid request refused) or
 mutated (the caller's arrays were changed in place; every case is compared with a deep copy).
+Then (`--threads`, 8 by default; 0: not) as many cases again over all the family's entry points are run
+from that many threads at once on the one model (a scoring service's threads), each classified the same
+way (a case still running after 10 minutes counts as a traceback: a hang): row "N threads".
 Prints one row of counts per family and entry point (every failure counted), the failures in KNOWN
 (found in model files and reported there) and the first examples of the others; exits 1 on any
 failure not in KNOWN. tests/fuzz_test.py runs 50 cases per family on every backend.
@@ -43,11 +48,11 @@ if str(ROOT) not in sys.path:
 
 FAMILIES = ("din", "suan", "lightsuan", "rest", "deres_p")
 ENTRY_POINTS = {
-    "din": ("score",),
-    "suan": ("score", "score_candidates"),
-    "lightsuan": ("score", "score_candidates"),
-    "rest": ("score", "encode", "decode"),
-    "deres_p": ("score",),
+    "din": ("score", "predict"),
+    "suan": ("score", "predict", "score_candidates"),
+    "lightsuan": ("score", "predict", "score_candidates"),
+    "rest": ("score", "predict", "encode", "decode"),
+    "deres_p": ("score", "predict"),
 }
 # Failures the fuzz finds in files outside its owner's reach, reported there; (family, entry point,
 # mutation) -> what is wrong. tests/fuzz_test.py checks each still reproduces (remove it once fixed).
@@ -258,14 +263,14 @@ class Generator:
             return False
 
         def wrong_m(r):
-            if not cands or entry != "score":
+            if not cands or entry not in ("score", "predict"):
                 return False
             m = int(rng.choice([0, 2, 3, 7]))
             for key in _cand_keys(r):
                 r[key] = np.repeat(r[key][:, :1], m, axis=1)
 
         def no_candidates(r):
-            if not cands or entry == "score":
+            if not cands or entry in ("score", "predict"):
                 return False
             for key in _cand_keys(r):
                 r[key] = r[key][:, :0]
@@ -500,6 +505,8 @@ class EntryPoint:
         model = self.model
         if self.name == "score":
             return model.score(request)
+        if self.name == "predict":
+            return model.predict(request, verbose=0)
         if self.name == "score_candidates":
             return model.score_candidates(request, **extra)
         if self.name == "encode":
@@ -609,12 +616,48 @@ def fuzz_family(family, cases, seed=0, fixed_shapes=False, built=None):
     return counts, failures
 
 
+def fuzz_threads(family, cases, seed=0, threads=8, fixed_shapes=False, built=None, timeout=600):
+    """{outcome: count}, [(entry point, mutation, outcome, detail)] of the failures, for `cases` generated
+    cases over the family's entry points (in turn) run from `threads` threads at once on one model."""
+    import threading
+
+    model, simulator = built or build_family(family, seed)
+    names = ENTRY_POINTS[family]
+    entries, generators = [], []
+    for index, name in enumerate(names):
+        entry = EntryPoint(model, name, simulator, seed=seed + 10)
+        rng = np.random.default_rng([seed, FAMILIES.index(family), index, threads])
+        entries.append(entry)
+        generators.append(Generator(name, model.schema, entry.request, entry.extra, entry.full, rng, fixed_shapes))
+    work = [(entries[i % len(names)], generators[i % len(names)].case()) for i in range(cases)]
+    results = [None] * len(work)
+
+    def run(start):
+        for i in range(start, len(work), threads):
+            results[i] = run_case(*work[i])
+
+    pool = [threading.Thread(target=run, args=(t,), daemon=True) for t in range(threads)]
+    for thread in pool:
+        thread.start()
+    deadline = time.monotonic() + timeout
+    for thread in pool:
+        thread.join(timeout=max(deadline - time.monotonic(), 0))
+    tally, failures = dict.fromkeys(OUTCOMES, 0), []
+    for (entry, case), result in zip(work, results):
+        outcome, detail = result or ("traceback", f"did not finish within {timeout} s (a hang)")
+        tally[outcome] += 1
+        if outcome in FAILURES:
+            failures.append((f"{entry.name} in threads", case.mutation, outcome, detail))
+    return tally, failures
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=1000, help="generated cases per family")
     parser.add_argument("--families", nargs="+", default=list(FAMILIES), choices=FAMILIES)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--examples", type=int, default=20, help="failures printed with their detail")
+    parser.add_argument("--threads", type=int, default=8, help="threads of the concurrent pass (0: none)")
     args = parser.parse_args()
     import keras
 
@@ -629,7 +672,12 @@ def main():
     failures, totals = [], dict.fromkeys(columns, 0)
     for family in args.families:
         start = time.perf_counter()
-        counts, found = fuzz_family(family, args.cases, args.seed)
+        built = build_family(family, args.seed)
+        counts, found = fuzz_family(family, args.cases, args.seed, built=built)
+        if args.threads:
+            counts[f"{args.threads} threads"], concurrent = fuzz_threads(family, args.cases, args.seed,
+                                                                         args.threads, built=built)
+            found += concurrent
         seconds = f"{time.perf_counter() - start:.0f}"
         failures += [(family,) + f for f in found]
         for name, tally in counts.items():

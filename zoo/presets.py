@@ -14,7 +14,11 @@ by `Model.load_weights`. Every file is checked against metadata.json (sha256; a 
 the config or the preprocessing was checksummed records no sha256 for it and skips that check), the
 model built from the config must have the recorded parameter count, and the weights file must hold exactly the model's
 weights, by name and shape (Keras alone would ignore extra entries). Every problem is one ZooError
-line naming the file.
+line naming the file. Before a model is built its hyperparameters are checked against their ranges
+(zoo.hyperparameters), and while it is built its weights are counted as they are declared: a config that
+would build more than MAX_PARAMETERS (10^9, 4 GB of float32 weights) is refused before the weight that
+crosses the bound is allocated, naming that weight (set `zoo.presets.MAX_PARAMETERS` higher for a larger
+model).
 
 Shipped presets are listed per model, keras-hub style, in `zoo/models/<model>_presets.py`: a dict
 `PRESETS = {preset name: {"description": ..., "path": folder under saved/}}`, the first one being the
@@ -136,19 +140,53 @@ def read_metadata(directory):
     return _read_json(Path(directory) / METADATA)
 
 
+MAX_PARAMETERS = 10**9  # a config that builds more weights than this (4 GB in float32) is refused
+
+
+def _did_you_mean(names, known):
+    """"; did you mean 'x'?" for the first of `names` close to one of `known`, else ""."""
+    import difflib
+
+    close = difflib.get_close_matches(str(names[0]), known, n=1) if names else []
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
 def build(entry, config, *, source):
-    """Constructs a registered model from plain hyperparameters; bad values become one line."""
-    unknown = sorted(set(config) - set(entry.cls.hyperparameter_names()) - {"name", "trainable"})
+    """Constructs a registered model from plain hyperparameters; bad values become one line. Every value is
+    checked against its rule (zoo.hyperparameters) first, and the weights are counted as they are declared:
+    the one that would take the model beyond MAX_PARAMETERS is refused before it is allocated (raise
+    `zoo.presets.MAX_PARAMETERS` for a larger model). Running out of memory while building is one line."""
+    from zoo import guards, hyperparameters
+
+    known = entry.cls.hyperparameter_names()
+    unknown = sorted(set(config) - set(known) - {"name", "trainable"})
     if unknown:
         raise ZooError(
             f"{source}: invalid configuration for '{entry.name}': unknown hyperparameter(s) {', '.join(unknown)}"
+            f"{_did_you_mean(unknown, known)}"
         )
     try:
-        return entry.cls(**config)
+        hyperparameters.check(config)
     except ZooError as error:
         raise ZooError(f"{source}: {error}") from None
-    except (TypeError, ValueError, KeyError) as error:
-        raise ZooError(f"{source}: invalid configuration for '{entry.name}': {_first_line(error)}") from None
+    with guards.parameter_budget(MAX_PARAMETERS) as budget:
+        try:
+            return entry.cls(**config)
+        except Exception as error:
+            if budget.refusal is not None:  # Keras may have wrapped the refusal in a longer message
+                raise ZooError(f"{source}: '{entry.name}' would have {budget.refusal}") from None
+            if isinstance(error, ZooError):
+                raise ZooError(f"{source}: {error}") from None
+            if guards.out_of_memory(error):
+                raise ZooError(
+                    f"{source}: building '{entry.name}' ran out of memory{guards.allocation(error)}; shrink "
+                    "the widths, layers, vocabularies or the history length (sequence_length)"
+                ) from None
+            if isinstance(error, (TypeError, ValueError, KeyError)):
+                raise ZooError(
+                    f"{source}: invalid configuration for '{entry.name}': {_first_line(error)}"
+                ) from None
+            raise
 
 
 def _weight_entries(path):
@@ -404,11 +442,12 @@ def get(name, schema=None, preset=None, weights="default", **hyperparameters):
         shipped = _shipped()
         model_name = shipped[name][0] if name in shipped and name not in registry.names() else name
         item = registry.entry(model_name)
-        unknown = sorted(set(hyperparameters) - set(item.cls.hyperparameter_names()))
+        known = item.cls.hyperparameter_names()
+        unknown = sorted(set(hyperparameters) - set(known))
         if unknown:
             raise ZooError(
                 f"{model_name} has no hyperparameter {', '.join(unknown)} "
-                f"(hyperparameters: {', '.join(item.cls.hyperparameter_names())})"
+                f"(hyperparameters: {', '.join(known)}){_did_you_mean(unknown, known)}"
             )
         if schema is None:
             raise ZooError(

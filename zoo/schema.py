@@ -18,6 +18,7 @@ candidate field with the same name (hist_item_id, cand_item_id) share one embedd
 """
 
 import dataclasses
+import difflib
 import json
 import re
 
@@ -224,18 +225,12 @@ class Schema:
         - every row's real behaviours are sorted oldest first (equal times allowed): unsorted histories
           are refused for every model, never sorted silently.
         """
-        if not isinstance(features, dict):
-            raise ZooError(f"features must be a dict of named arrays, got {type(features).__name__}")
         expected = self.keys() if keys is None else [k for k in self.keys() if k in set(keys)]
-        unknown = sorted(set(features) - set(self.keys()))
-        if unknown:
-            raise ZooError(f"unknown feature(s) {', '.join(unknown)} (schema keys: {', '.join(self.keys())})")
+        self.check_keys(features, expected)
         batch, arrays = None, {}
         spec = self.input_spec(num_candidates=-1)
         for key in expected:
             shape, dtype = spec[key]
-            if key not in features:
-                raise ZooError(f"batch is missing feature '{key}'")
             try:
                 value = np.asarray(features[key])
             except ValueError:
@@ -294,6 +289,20 @@ class Schema:
             if labels.shape[0] != batch or (cand_lengths and labels.shape[1:] != (cand_lengths.pop(),)):
                 raise ZooError(f"labels have shape {list(labels.shape)}; the contract wants [B, M]")
         return arrays
+
+    def check_keys(self, features, expected=None):
+        """Refuses (one-line ZooError) a `features` that is not a dict, that holds a key outside the
+        schema or lacks one of `expected` (default: every schema key)."""
+        if not isinstance(features, dict):
+            raise ZooError(f"features must be a dict of named arrays, got {type(features).__name__}")
+        unknown = sorted(str(k) for k in set(features) - set(self.keys()))
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], self.keys(), n=1, cutoff=0.85)  # a typo, not a new feature
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise ZooError(f"unknown feature(s) {', '.join(unknown)} (schema keys: {', '.join(self.keys())}){hint}")
+        missing = [k for k in (self.keys() if expected is None else expected) if k not in features]
+        if missing:
+            raise ZooError(f"batch is missing feature '{missing[0]}'")
 
     def _check_sorted(self, arrays):
         """Every row's real behaviours (a non-zero id in some hist_ field) oldest first; ties allowed."""

@@ -5,6 +5,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from zoo import guards
 from zoo.errors import ZooError
 from zoo.layers.feature_embedding import FeatureEmbedding
 from zoo.layers.rest_decoder import ReSTDecoder
@@ -168,8 +169,9 @@ class ReST(ZooModel):
         {"memory": H [B, L, d], "memory_valid": [B, L], "hist_time": [B, L]}."""
         hist_keys = [k for k in self.schema.keys() if k.startswith("hist")]
         inputs = self.schema.validate(features, keys=hist_keys, empty_ok=False)
-        encoder = self.encoder()
-        state = dict(self.run_predictor(lambda: encoder.predict_on_batch(inputs), model=encoder))
+        with guards.entry_lock(self):  # the sub-model is made once, by one thread
+            encoder = self.encoder()
+            state = dict(self.run_predictor(lambda: encoder.predict_on_batch(inputs), model=encoder))
         state["hist_time"] = inputs["hist_time"]
         return state
 
@@ -181,8 +183,9 @@ class ReST(ZooModel):
         keys = [k for k in self.schema.keys() if not k.startswith("hist")]
         inputs = self.schema.validate(candidates, keys=keys, empty_ok=False)
         inputs.update(self._checked_state(state, inputs["cand_time"].shape[0]))
-        decoder = self.decoder(inputs["cand_time"].shape[1])
-        return self.run_predictor(lambda: decoder.predict_on_batch(inputs), model=decoder)
+        with guards.entry_lock(self):
+            decoder = self.decoder(inputs["cand_time"].shape[1])
+            return self.run_predictor(lambda: decoder.predict_on_batch(inputs), model=decoder)
 
     def _checked_state(self, state, batch):
         """The state `encode` returned, as arrays of its dtypes, after the checks `Schema.validate` makes

@@ -1,9 +1,21 @@
 import inspect
+import numbers
 
 import keras
+import numpy as np
 
+from zoo import guards
 from zoo.errors import ZooError
 from zoo.schema import Schema
+
+
+def _is_array(value):
+    return isinstance(value, np.ndarray) or keras.ops.is_tensor(value)
+
+
+def _is_tensor(value):
+    """A backend tensor or a KerasTensor (a trace or a symbolic call), not a request's NumPy array."""
+    return keras.ops.is_tensor(value) or isinstance(value, keras.KerasTensor)
 
 
 class ZooModel(keras.Model):
@@ -41,9 +53,53 @@ class ZooModel(keras.Model):
     def from_config(cls, config):
         return cls(**config)
 
+    # ------------------------------------------------------------------ entry points
     def score(self, features, batch_size=None):
-        """Validates a batch against the Schema (one-line errors, before any backend call), then returns
-        `predict` as NumPy. A rejected or failed call leaves the model as usable as before."""
+        """pctr [B, M] of a batch in the contract, as NumPy: `predict` without Keras' progress bar (validated,
+        one call at a time; a rejected or failed call leaves the model as usable as before)."""
+        return self.predict(features, batch_size=batch_size, verbose=0)
+
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
+        """keras.Model.predict, guarded like every entry point: a dict of arrays is validated against the
+        Schema first (`checked`: one-line ZooError, before any backend call); a tf.data.Dataset or another
+        Keras data source is passed on (its keys are checked as each batch reaches the model); the call
+        runs through `run_predictor` (one call at a time, the model as usable after a failure)."""
+        x = self._checked_input(x)
+        return self.run_predictor(
+            lambda: super(ZooModel, self).predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
+                                                  callbacks=callbacks)
+        )
+
+    def predict_on_batch(self, x):
+        """keras.Model.predict_on_batch, guarded like `predict`."""
+        x = self._checked_input(x)
+        return self.run_predictor(lambda: super(ZooModel, self).predict_on_batch(x))
+
+    def __call__(self, *args, **kwargs):
+        """keras.Model.__call__. A dict must hold exactly the Schema's keys (an extra key would shift the
+        others onto the wrong inputs); a dict of NumPy arrays or lists (a request, not the tensors of a
+        trace) is validated like `score`'s and run under the model's lock."""
+        inputs = args[0] if args else None
+        if isinstance(inputs, dict):
+            self.schema.check_keys(inputs)
+            if not any(_is_tensor(value) for value in inputs.values()):
+                features = self.checked(inputs)
+                with guards.entry_lock(self):
+                    return super().__call__(features, *args[1:], **kwargs)
+        elif isinstance(inputs, (list, tuple, np.ndarray)) and not any(map(_is_tensor, keras.tree.flatten(inputs))):
+            raise ZooError(f"features must be a dict of named arrays, got {type(inputs).__name__}")
+        return super().__call__(*args, **kwargs)
+
+    def call(self, inputs, training=None, mask=None, **kwargs):
+        """The functional graph; a dict must hold exactly the Schema's keys (under JAX, predict and fit
+        reach the graph through here, not through `__call__`)."""
+        if isinstance(inputs, dict):
+            self.schema.check_keys(inputs)
+        return super().call(inputs, training=training, mask=mask, **kwargs)
+
+    def checked(self, features):
+        """`features` validated for this model: `Schema.validate` (every scoring entry point's checks,
+        B >= 1 and M >= 1) and the M the model was built for. Returns the NumPy batch."""
         schema = self.schema
         features = schema.validate(features, empty_ok=False)
         m = {v.shape[1] for k, v in features.items() if k.startswith("cand")}
@@ -52,23 +108,43 @@ class ZooModel(keras.Model):
                 f"{self.registered_name} was built for {schema.num_candidates} candidate(s) per row "
                 f"but the batch has {m.pop()}"
             )
-        return self.run_predictor(lambda: self.predict(features, batch_size=batch_size, verbose=0))
+        return features
+
+    def _checked_input(self, x):
+        """predict's input: a dict is `checked`; a value that is neither a dict nor a source of batches
+        (arrays or lists, not named; None, text, numbers) is refused; a source of batches (a
+        tf.data.Dataset, a generator, a PyDataset) is Keras'."""
+        if isinstance(x, dict):
+            return self.checked(x)
+        if x is None or isinstance(x, (str, bytes, numbers.Number, list, tuple, set)) or _is_array(x):
+            raise ZooError(f"features must be a dict of named arrays, got {type(x).__name__}")
+        return x
 
     def run_predictor(self, call, model=None):
-        """Runs `call` (a predict of `model`, default this one) so that a failure leaves the model as it
-        was. Under JAX, Keras' predict detaches ("purges") the variables' values while it runs and puts
-        them back only at the end, so a call that fails inside the backend would leave every weight empty
-        (each later call: "'NoneType' object is not callable"); the values are put back here, and the
-        compiled predict function is dropped."""
+        """Runs `call` (a predict of `model`, default this one) under the model's lock (zoo.guards) so
+        that a failure leaves the model as it was. Under JAX, Keras' predict detaches ("purges") the
+        variables' values while it runs and puts them back only at the end, so a call that fails inside
+        the backend would leave every weight empty (each later call: "'NoneType' object is not callable");
+        the values are put back here (the predict function is compiled without donating them, so they
+        outlive a failed call), and the compiled predict function is dropped. Running out of memory is
+        one ZooError line saying what to shrink."""
         model = self if model is None else model
-        values = [variable.value for variable in model.variables]  # references, not copies
-        try:
-            return call()
-        except Exception:
-            for variable, value in zip(model.variables, values):
-                variable.assign(value)
-            model.predict_function = None
-            raise
+        with guards.entry_lock(self):
+            guards.compile_predict_keeping_weights(model)
+            values = [variable.value for variable in model.variables]  # references, not copies
+            try:
+                return call()
+            except Exception as error:
+                for variable, value in zip(model.variables, values):
+                    variable.assign(value)
+                model.predict_function = None
+                if guards.out_of_memory(error):
+                    raise ZooError(
+                        f"{self.registered_name} ran out of memory on this request{guards.allocation(error)}: "
+                        f"send fewer rows or candidates per call (batch_size, rows_per_call), or use a model "
+                        f"built for a shorter history than L = {self.schema.sequence_length}"
+                    ) from None
+                raise
 
     def save_to_preset(self, directory, metadata=None, preprocessing=None):
         """Writes config.json, metadata.json, model.weights.h5 (and preprocessing.json when a fitted
