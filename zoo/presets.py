@@ -156,7 +156,8 @@ def build(entry, config, *, source):
     checked against its rule (zoo.hyperparameters) first, and the weights are counted as they are declared:
     the one that would take the model beyond MAX_PARAMETERS is refused before it is allocated (raise
     `zoo.presets.MAX_PARAMETERS` for a larger model). Running out of memory while building is one line."""
-    from zoo import guards, hyperparameters
+    import zoo.guards as guards
+    import zoo.hyperparameters as hyperparameters
 
     known = entry.cls.hyperparameter_names()
     unknown = sorted(set(config) - set(known) - {"name", "trainable"})

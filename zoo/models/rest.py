@@ -5,7 +5,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from zoo import guards
+import zoo.guards as guards
 from zoo.errors import ZooError
 from zoo.layers.feature_embedding import FeatureEmbedding
 from zoo.layers.rest_decoder import ReSTDecoder

@@ -4,7 +4,7 @@ import numbers
 import keras
 import numpy as np
 
-from zoo import guards
+import zoo.guards as guards
 from zoo.errors import ZooError
 from zoo.schema import Schema
 
