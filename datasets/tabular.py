@@ -61,29 +61,6 @@ class IdList(Ids):
         return [0] * (self.length - len(ids)) + ids
 
 
-class Buckets:
-    """A numeric value (NaN = missing) -> equal-frequency bucket id."""
-
-    shape, dtype = (), "int32"
-
-    def __init__(self, num_buckets, seed=0):
-        self.buckets = preprocess.QuantileBuckets(num_buckets, seed=seed)
-
-    def fit(self, value):
-        self.buckets.fit(value)
-
-    def finalize(self):
-        if self.buckets.edges is None:
-            self.buckets.finalize()
-
-    def lookup(self, value):
-        return self.buckets.lookup(value)
-
-    @property
-    def size(self):
-        return self.buckets.size
-
-
 class Number:
     """A numeric value -> float32; NaN (missing) -> the training mean."""
 

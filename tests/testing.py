@@ -220,3 +220,19 @@ class TestCase(unittest.TestCase):
                 others[key][:, 1:] = rng.integers(1, schema.feature(key).vocabulary_size - 1, size=(6, 2))
         changed = to_numpy(model.predict(others, verbose=0))
         self.assertAllClose(changed[:, 0], before[:, 0], atol=1e-5, msg=f"{name}: another candidate changed a score")
+
+
+def run_cli(*argv):
+    """(exit status, stdout, stderr) of one `python -m zoo ...` command, run in this process."""
+    import contextlib
+    import io
+
+    from zoo.__main__ import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = main(list(argv))
+        except SystemExit as exit_:
+            status = exit_.code
+    return status, out.getvalue(), err.getvalue()

@@ -1,28 +1,13 @@
-import contextlib
 import inspect
-import io
 import json
 
 import numpy as np
 
 import zoo
 from tests.model_configs import SMALL
-from tests.testing import ROOT, TestCase, small_simulator
+from tests.testing import ROOT, TestCase, run_cli, small_simulator
 from zoo import hyperparameters, registry
 from zoo.errors import ZooError
-
-
-def run_cli(*argv):
-    """(exit status, stdout, stderr) of `python -m zoo ...` in this process."""
-    from zoo.__main__ import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            status = main(list(argv))
-        except SystemExit as exit_:
-            status = exit_.code
-    return status, out.getvalue(), err.getvalue()
 
 
 def defaults(model_name):

@@ -1,8 +1,6 @@
 """The command line (`python -m zoo ...`), called in-process through zoo.__main__.main, and in a fresh
 interpreter where what it prints and imports matters."""
 
-import contextlib
-import io
 import json
 import os
 import re
@@ -16,23 +14,13 @@ import numpy as np
 
 import zoo
 from tests.testing import ROOT, TestCase, small_simulator
+from tests.testing import run_cli as run
 from zoo.__main__ import _command_line, _is_noise, main
 from zoo.recipes.evaluate import StepLog
 
 TINY_DIN = ("--set", "mlp_units=(8,)", "--set", "attention_units=(4,)")
 # Lines the quiet command line must never show: TensorFlow's C++ logs and the filtered warnings.
 NOISE = re.compile(r"absl|oneDNN|^[IWE]\d{4} |cpu_feature_guard|UserWarning|softmax over axis", re.MULTILINE)
-
-
-def run(*argv):
-    """(exit status, stdout, stderr) of one command."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            status = main(list(argv))
-        except SystemExit as exit_:
-            status = exit_.code
-    return status, out.getvalue(), err.getvalue()
 
 
 def run_fresh(*argv, python_options=()):
@@ -101,7 +89,9 @@ class YourOwnDataTest(TestCase):
             self.assertIn("preprocessing_sha256", metadata)
             status, out, err = run("evaluate", preset, "--data", later)
             self.assertEqual(status, 0, err)
-            self.assertEqual(json.loads(out[out.index("{"):])["rows"], 120)
+            shown = json.loads(out[out.index("{"):])
+            self.assertEqual(shown["rows"], 120)
+            self.assertIsNotNone(shown["gauc"])  # grouped by the spec's user column (user_user_id here)
         scores = os.path.join(folder, "scores.csv")
         status, out, err = run("score", os.path.join(folder, "din", "preset"), later, "--out", scores)
         self.assertEqual(status, 0, err)

@@ -55,14 +55,17 @@ def build_request(state, path, rows):
                 values = [str(text[column][i]) for i in order]
             inputs[name] = [[v] for v in values] if kind == "cand" else values
     if spec.history_from_log():
-        users = text[spec.user]
+        _, users = np.unique(text[spec.user].astype(str), return_inverse=True)
         events = data["rule"] if spec.history["only"] is not None else np.ones(total, bool)
         time = data["time"]
         columns = {o["feature"]: c for c, o in spec.columns.items() if o["role"] in ("cand", "hist")}
-        histories = []
-        for i in order:
-            earlier = np.flatnonzero(events & (users == users[i]) & (time < time[i]))
-            histories.append(earlier[np.lexsort((data["line"][earlier], data["file"][earlier], time[earlier]))])
+        # the history events sorted by (user, time, file order): a row's history is one slice of them
+        history = np.flatnonzero(events)
+        history = history[np.lexsort((data["line"][history], data["file"][history], time[history], users[history]))]
+        start = np.searchsorted(users[history], users[order], side="left")
+        stop = np.searchsorted(users[history], users[order], side="right")
+        histories = [history[a:a + np.searchsorted(time[history[a:b]], time[i], side="left")]  # strictly earlier
+                     for a, b, i in zip(start, stop, order)]
         width = max([h.size for h in histories] + [1])
         for field in spec.history["fields"]:
             column = columns[field]
