@@ -443,6 +443,10 @@ def _evaluate(args):
     model = zoo.load(args.preset)
     state = _preset_contract(args)
     split = "test" if state is None else _use_preset_contract(args, state, "evaluate")
+    if args.fitted is not None and args.fitted["dataset"] == "spec" and args.fitted["spec"]["label"].get("events"):
+        raise ZooError(f"{args.data}: the preset's spec makes every row an event (label 1) and samples negatives only "
+                       "when fitting, so a file read through it has no negatives and AUC is undefined: score its "
+                       "rows with `python -m zoo score` (the fit's report.json holds the held-out metrics)")
     data, schema = _data(args, split, args.rows)
     if args.fitted is not None and not args.data_info.get("labeled", True):
         raise ZooError(f"{args.data} has no label column ('{args.fitted['spec']['label'].get('column')}'): "
@@ -450,7 +454,12 @@ def _evaluate(args):
     name = model.registered_name
     source = f"--data {args.data} --path {args.path}" if args.data != "simulator" else "(on the simulator)"
     check_schema(model, schema, hint=f"python -m zoo fit {name} {source}, or zoo.get('{name}', schema=schema)")
-    report = zoo.recipes.evaluate(model, data, report_path=args.report, plots_dir=args.plots, verbose=_progress())
+    user_key = "user_user_id"
+    if args.fitted is not None and args.fitted["dataset"] == "spec":  # GAUC groups by the spec's user column
+        spec = args.fitted["spec"]
+        user_key = f"user_{spec['columns'].get(spec['user'], {}).get('feature', 'user_id')}"
+    report = zoo.recipes.evaluate(model, data, report_path=args.report, plots_dir=args.plots, verbose=_progress(),
+                                  user_key=user_key)
     shown = {k: v for k, v in report.items() if k in ("model", "rows", "auc", "logloss", "gauc")}
     shown["calibration"] = {k: v for k, v in report["calibration"].items() if k != "per_bin"}
     print(json.dumps(shown, indent=2))
