@@ -176,8 +176,8 @@ def build(entry, config, *, source):
         except Exception as error:
             if budget.refusal is not None:  # Keras may have wrapped the refusal in a longer message
                 raise ZooError(f"{source}: '{entry.name}' would have {budget.refusal}") from None
-            if isinstance(error, ZooError):
-                raise ZooError(f"{source}: {error}") from None
+            if isinstance(error, ZooError):  # the model's own check: "<name>: ..." (the name is in `source`)
+                raise ZooError(f"{source}: {str(error).removeprefix(entry.name + ': ')}") from None
             if guards.out_of_memory(error):
                 raise ZooError(
                     f"{source}: building '{entry.name}' ran out of memory{guards.allocation(error)}; shrink "

@@ -34,8 +34,8 @@ class AutoIntTest(TestCase):
             ({"num_layers": 0}, "num_layers is 0"),
             ({"num_heads": -1}, "num_heads is -1"),
             ({"head_dim": 2.5}, "head_dim is 2.5"),
-            ({"mlp_units": 8}, "mlp_units is 8"),
+            ({"mlp_units": 8}, "mlp_units is 8; it must be a list of integers >= 1"),
             ({"dice_momentum": 2}, "dice_momentum is 2"),
         ):
-            with self.subTest(**kwargs), self.assertRaisesRegex(ZooError, f"autoint: {message}"):
+            with self.subTest(**kwargs), self.assertRaisesRegex(ZooError, f"autoint hyperparameters: {message}"):
                 zoo.get("autoint", schema=schema, **kwargs)
