@@ -11,6 +11,7 @@ from zoo.layers.deres_block_attention import DeResBlockAttention
 from zoo.layers.deres_gate import DeResGate
 from zoo.layers.deres_transformer_layer import DeResTransformerLayer
 from zoo.layers.afnet import AFNet
+from zoo.layers.calibration import Calibration
 from zoo.layers.relative_attention_bias import RelativeAttentionBias
 from zoo.layers.suan_encoder import SuanEncoder
 from zoo.layers.suan_self_attention import SuanSelfAttention

@@ -212,6 +212,12 @@ def fit(
         options = {k: arguments[k] for k in passed_on}
         return fit_distributed(fit, distribution, model, train, val, get_recipe(recipe, **overrides), **options)
     recipe = get_recipe(recipe, **overrides)
+    if getattr(model, "calibration", None) is not None:
+        raise ZooError(
+            f"{model.registered_name} is calibrated (post-hoc, {model.calibration['method']}): training would fit "
+            "the weights under a fixed calibration; train model.with_calibration(None) and calibrate it again "
+            "(zoo.recipes.calibration.calibrate)"
+        )
     check_model_overrides(model, recipe)
     check_dataset(model, train, *([] if val is None else [val]))
     keras.utils.set_random_seed(recipe.seeds[0])

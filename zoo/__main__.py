@@ -338,6 +338,19 @@ def _fit(args):
         model = run.to_single_device(model)  # every process takes part (split tables are gathered)
         if not run.is_chief:
             return
+    calibration = None
+    if args.calibrate:
+        from zoo.recipes.calibration import calibrate
+
+        print(f"calibrating ({args.calibrate}) on the validation split")
+        try:
+            model, calibration = calibrate(model, plain_val, args.calibrate, verbose=_progress())
+        except ZooError as error:  # e.g. a validation split of one class: the trained model is kept as it is
+            print(f"calibration skipped: {error}")
+        if calibration is not None:
+                print(f"{args.calibrate}: slope {calibration['slope']:.4f}, intercept {calibration['intercept']:.4f}: "
+                  f"validation LogLoss {calibration['logloss_before']:.5f} -> {calibration['logloss_after']:.5f}; "
+                  + ("kept" if calibration["kept"] else "not kept (it does not lower the LogLoss)"))
     print("scoring the validation split")
     report = zoo.recipes.evaluate(
         model, plain_val, report_path=os.path.join(args.out, "report.json"), plots_dir=args.out,
@@ -355,7 +368,8 @@ def _fit(args):
     record, preprocessing = _training_data(args)
     model.save_to_preset(
         os.path.join(args.out, "preset"),
-        metadata={"training_data": record, "recipe": args.recipe, "seed": args.seed, "metrics": metrics},
+        metadata={"training_data": record, "recipe": args.recipe, "seed": args.seed, "metrics": metrics,
+                  **({"calibration": {**calibration, "split": "validation"}} if calibration else {})},
         preprocessing=preprocessing,
     )
     shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
@@ -388,10 +402,10 @@ def _preset_contract(args):
     return fitted.read_preprocessing(folder)
 
 
-def _use_preset_contract(args, state, command):
+def _use_preset_contract(args, state, command, held_out="test"):
     """Points `args` at the data the preset's contract reads: its spec (every row of --data scored), or its
-    reader's protocol and options (a refit that reproduces the preset's fit gives the test split; another
-    file is scored row by row through the preset's fit). Returns the split to read."""
+    reader's protocol and options (a refit that reproduces the preset's fit gives the `held_out` split;
+    another file is scored row by row through the preset's fit). Returns the split to read."""
     import json
 
     from zoo import datasets
@@ -405,7 +419,7 @@ def _use_preset_contract(args, state, command):
         args.fitted = state
         return "all"
     if args.data == "simulator":
-        return "test"
+        return held_out
     if args.data != state["dataset"]:
         raise ZooError(f"{args.preset} was fitted on {state['dataset']} data, not {args.data}")
     if args.protocol not in (None, state["protocol"]) or args.data_options:
@@ -422,12 +436,81 @@ def _use_preset_contract(args, state, command):
         args.data_options = [(k, v) for k, v in state["options"].items()
                              if json.loads(json.dumps(defaults.get(k))) != v]
         print(f"{command}: {args.path} under the preset's protocol {state['protocol']} {state['options']}; its fit "
-              "equals the preset's, so the protocol's test split is the preset's held-out data")
-        return "test"
+              f"equals the preset's, so the protocol's {held_out} split is the preset's held-out data")
+        return held_out
     print(f"{command}: {args.path} is not the preset's training data (its fit differs): every row is scored "
           "through the preset's fitted vocabularies (scoring mode)")
     args.fitted = state
     return "all"
+
+
+def _labelled_data(args, model, split, command):
+    """(dataset, user key) of the labelled rows `command` scores: `split` of --data (after
+    `_use_preset_contract`), checked against the model's schema; a spec preset's GAUC groups by the spec's
+    user column. Refused in one line where the rows carry no labels to score against."""
+    from zoo.errors import ZooError
+    from zoo.recipes.data_check import check_schema
+
+    if args.fitted is not None and args.fitted["dataset"] == "spec" and args.fitted["spec"]["label"].get("events"):
+        raise ZooError(f"{args.data}: the preset's spec makes every row an event (label 1) and samples negatives only "
+                       "when fitting, so a file read through it has no negatives and AUC is undefined: score its "
+                       "rows with `python -m zoo score` (the fit's report.json holds the held-out metrics)")
+    data, schema = _data(args, split, args.rows)
+    if args.fitted is not None and not args.data_info.get("labeled", True):
+        raise ZooError(f"{args.data} has no label column ('{args.fitted['spec']['label'].get('column')}'): "
+                       f"{command} needs labels; `python -m zoo score` scores unlabelled rows")
+    name = model.registered_name
+    source = f"--data {args.data} --path {args.path}" if args.data != "simulator" else "(on the simulator)"
+    check_schema(model, schema, hint=f"python -m zoo fit {name} {source}, or zoo.get('{name}', schema=schema)")
+    user_key = "user_user_id"
+    if args.fitted is not None and args.fitted["dataset"] == "spec":  # GAUC groups by the spec's user column
+        spec = args.fitted["spec"]
+        user_key = f"user_{spec['columns'].get(spec['user'], {}).get('feature', 'user_id')}"
+    return data, user_key
+
+
+def _calibrate(args):
+    """Fit post-hoc calibration (Platt or temperature scaling) of a preset on held-out rows and save the
+    calibrated preset, kept only where it lowers their LogLoss (--keep always: kept anyway). A reader's
+    preset calibrates on its protocol's validation split; a data-spec preset on the labelled rows of
+    --data (held-out rows, not its training file)."""
+    import zoo
+    from zoo import presets
+    from zoo.errors import ZooError
+    from zoo.recipes.calibration import calibrate
+
+    model = zoo.load(args.preset)
+    folder, out = presets.resolve(args.preset), os.path.abspath(args.out)
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ZooError(f"--out {args.out}: a file, not a folder")
+    state = _preset_contract(args)
+    split = "validation" if state is None else _use_preset_contract(args, state, "calibrate", held_out="validation")
+    data, user_key = _labelled_data(args, model, split, "calibrate")
+    calibrated, report = calibrate(model, data, args.method, user_key=user_key, verbose=_progress(), keep=args.keep)
+    before, after = report["logloss_before"], report["logloss_after"]
+    print(f"{args.method}: slope {report['slope']:.4f}, intercept {report['intercept']:.4f} on {report['rows']:,} "
+          f"{split if split != 'all' else args.data} rows: LogLoss {before:.5f} -> {after:.5f}, ECE "
+          f"{report['ece_before']:.4f} -> {report['ece_after']:.4f}; "
+          + ("kept" if report["kept"] else "not kept: it does not lower the LogLoss; the preset is saved uncalibrated"))
+    metadata = presets.read_metadata(folder)
+    computed = {"date", "zoo_version", "keras_version", "backend", "parameters"}  # save() writes these afresh
+    metadata = {k: v for k, v in metadata.items() if k not in computed and not k.endswith("_sha256")}
+    metadata["calibration"] = {**report, "split": split, "data": args.data}
+    if split == "validation" and report["kept"]:  # the recorded test metrics become the calibrated model's
+        test, _ = _labelled_data(args, calibrated, "test", "calibrate")
+        test_report = zoo.recipes.evaluate(calibrated, test, user_key=user_key, verbose=_progress())
+        metrics = dict(metadata.get("metrics") or {})
+        if metrics:
+            metadata["metrics_uncalibrated"] = metrics
+        metadata["metrics"] = {**metrics, "test_auc": test_report["auc"], "test_logloss": test_report["logloss"],
+                               "test_ece": test_report["calibration"]["ece"], "test_rows": test_report["rows"]}
+        if "test_gauc" in metrics or test_report.get("gauc") is not None:
+            metadata["metrics"]["test_gauc"] = test_report.get("gauc")
+        print(f"test split ({test_report['rows']:,} rows): AUC {test_report['auc']:.4f}, LogLoss "
+              f"{test_report['logloss']:.5f}, ECE {test_report['calibration']['ece']:.4f}"
+              + (f" (uncalibrated: LogLoss {metrics['test_logloss']:.5f})" if "test_logloss" in metrics else ""))
+    calibrated.save_to_preset(out, metadata=metadata, preprocessing=state)
+    print(f"preset in {args.out}")
 
 
 def _evaluate(args):
@@ -437,27 +520,11 @@ def _evaluate(args):
     import json
 
     import zoo
-    from zoo.errors import ZooError
-    from zoo.recipes.data_check import check_schema
 
     model = zoo.load(args.preset)
     state = _preset_contract(args)
     split = "test" if state is None else _use_preset_contract(args, state, "evaluate")
-    if args.fitted is not None and args.fitted["dataset"] == "spec" and args.fitted["spec"]["label"].get("events"):
-        raise ZooError(f"{args.data}: the preset's spec makes every row an event (label 1) and samples negatives only "
-                       "when fitting, so a file read through it has no negatives and AUC is undefined: score its "
-                       "rows with `python -m zoo score` (the fit's report.json holds the held-out metrics)")
-    data, schema = _data(args, split, args.rows)
-    if args.fitted is not None and not args.data_info.get("labeled", True):
-        raise ZooError(f"{args.data} has no label column ('{args.fitted['spec']['label'].get('column')}'): "
-                       "evaluate needs labels; `python -m zoo score` scores unlabelled rows")
-    name = model.registered_name
-    source = f"--data {args.data} --path {args.path}" if args.data != "simulator" else "(on the simulator)"
-    check_schema(model, schema, hint=f"python -m zoo fit {name} {source}, or zoo.get('{name}', schema=schema)")
-    user_key = "user_user_id"
-    if args.fitted is not None and args.fitted["dataset"] == "spec":  # GAUC groups by the spec's user column
-        spec = args.fitted["spec"]
-        user_key = f"user_{spec['columns'].get(spec['user'], {}).get('feature', 'user_id')}"
+    data, user_key = _labelled_data(args, model, split, "evaluate")
     report = zoo.recipes.evaluate(model, data, report_path=args.report, plots_dir=args.plots, verbose=_progress(),
                                   user_key=user_key)
     shown = {k: v for k, v in report.items() if k in ("model", "rows", "auc", "logloss", "gauc")}
@@ -624,6 +691,9 @@ def _parser():
     fit.add_argument("--batch-scaling", choices=["global", "linear", "sqrt"],
                      help="global (default): the recipe's batch is the global batch, its learning rate kept; linear "
                           "or sqrt: the recipe's batch per replica, the learning rate x N or x sqrt(N)")
+    fit.add_argument("--calibrate", choices=["platt", "temperature"],
+                     help="after training, fit post-hoc calibration on the validation split (kept where it lowers "
+                     "the validation LogLoss; the preset applies it in predict, score and every export)")
     fit.add_argument("--data-option", dest="data_options", type=_override, action="append", metavar="KEY=VALUE",
                      help="a data set protocol option, e.g. sequence_length=50")
     fit.add_argument("--spec", help="a data spec (JSON, see `spec draft`): --data is then your log (file, glob "
@@ -652,6 +722,16 @@ def _parser():
     evaluate.add_argument("--plots",
                           help="write figures into this folder (ROC, calibration, score histograms, the model's)")
     evaluate.set_defaults(run=_evaluate)
+
+    calibrate = commands.add_parser("calibrate", help=_calibrate.__doc__)
+    calibrate.add_argument("preset", help="preset directory, preset name or registered model name (its default preset)")
+    _add_data_arguments(calibrate, 5_000)
+    calibrate.add_argument("--method", default="platt", choices=["platt", "temperature"],
+                           help="platt (slope and intercept, default) or temperature (a slope alone)")
+    calibrate.add_argument("--keep", default="if_better", choices=["if_better", "always"],
+                           help="keep the calibration only if it lowers the held-out LogLoss (default), or always")
+    calibrate.add_argument("--out", required=True, help="the calibrated preset's folder (may be the preset's own)")
+    calibrate.set_defaults(run=_calibrate)
 
     tune = commands.add_parser("tune", help=_tune.__doc__)
     tune.add_argument("model", help="registered model name")
@@ -776,7 +856,7 @@ def _precheck(args):
         if value and not os.path.exists(value) and not any(c in value for c in "*?["):
             raise ZooError(f"{value}: no such file or folder")
     path = getattr(args, "path", None)
-    if path and args.command in ("fit", "evaluate", "tune") and not os.path.exists(path):  # export's is its output
+    if path and args.command in ("fit", "evaluate", "calibrate", "tune") and not os.path.exists(path):  # export's is its output
         raise ZooError(f"{path}: no such file or folder")
 
 

@@ -199,6 +199,46 @@ class CommandLineTest(TestCase):
         self.assertEqual(status, 0, err)
         self.assertTrue((directory / "export" / "1" / "saved_model.pb").is_file())
 
+    def test_fit_calibrate_and_a_calibrated_preset_everywhere(self):
+        """fit --calibrate, then `calibrate` the shipped din preset: the calibration is in config.json, the recorded test
+        metrics become the calibrated model's, and score and the TensorFlow export return calibrated scores."""
+        directory = Path(self.get_temp_dir())
+        status, out, err = run("fit", "din", "--rows", "1024", "--epochs", "2", *TINY_DIN, "--calibrate", "platt",
+                               "--out", str(directory / "run"))
+        self.assertEqual(status, 0, err)
+        self.assertRegex(out, r"(?m)^platt: slope \d\.\d{4}, intercept -?\d\.\d{4}: validation LogLoss "
+                              r"\d\.\d{5} -> \d\.\d{5}; (kept|not kept \(it does not lower the LogLoss\))$")
+        metadata = json.loads((directory / "run" / "preset" / "metadata.json").read_text())
+        config = json.loads((directory / "run" / "preset" / "config.json").read_text())["config"]
+        self.assertEqual(metadata["calibration"]["kept"], "calibration" in config)
+        out_dir = directory / "calibrated"
+        status, out, err = run("calibrate", "din", "--rows", "2000", "--keep", "always", "--out", str(out_dir))
+        self.assertEqual(status, 0, err)
+        self.assertRegex(out, r"platt: slope \d\.\d{4}, intercept -?\d\.\d{4} on 2,000 validation rows: LogLoss")
+        self.assertIn("test split (2,000 rows)", out)
+        metadata = json.loads((out_dir / "metadata.json").read_text())
+        config = json.loads((out_dir / "config.json").read_text())["config"]
+        self.assertEqual(config["calibration"], {k: metadata["calibration"][k] for k in ("method", "slope", "intercept")})
+        self.assertLess(metadata["calibration"]["logloss_after"], metadata["calibration"]["logloss_before"])
+        shipped = zoo.presets.read_metadata(zoo.presets.resolve("din"))["metrics"]
+        self.assertEqual(metadata["metrics_uncalibrated"], shipped)
+        self.assertEqual(metadata["metrics"]["test_rows"], 2000)
+        model, base = zoo.load(out_dir), zoo.load("din")
+        features, _ = zoo.datasets.BehaviourSimulator().sample(32, seed=4)  # the simulator the preset fits
+        from zoo.recipes.calibration import apply_calibration
+
+        expected = apply_calibration(model.calibration, base.score(features))
+        self.assertAllClose(model.score(features), expected, atol=1e-5)
+        if keras.backend.backend() != "tensorflow":
+            return  # the export runs under TensorFlow (and JAX: the same graph; zoo/serving tests cover it)
+        status, _, err = run("export", str(out_dir), str(directory / "export" / "1"))
+        self.assertEqual(status, 0, err)
+        import tensorflow as tf
+
+        served = tf.saved_model.load(str(directory / "export" / "1")).signatures["serving_default"]
+        inputs = {k: tf.constant(v) for k, v in features.items()}
+        self.assertAllClose(served(**inputs)["pctr"].numpy(), expected, atol=1e-5)
+
     def test_two_fits_with_one_seed_give_identical_metrics(self):
         directory = Path(self.get_temp_dir())
         reports = []

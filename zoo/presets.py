@@ -160,7 +160,7 @@ def build(entry, config, *, source):
     import zoo.hyperparameters as hyperparameters
 
     known = entry.cls.hyperparameter_names()
-    unknown = sorted(set(config) - set(known) - {"name", "trainable"})
+    unknown = sorted(set(config) - set(known) - {"name", "trainable", "calibration"})
     if unknown:
         raise ZooError(
             f"{source}: invalid configuration for '{entry.name}': unknown hyperparameter(s) {', '.join(unknown)}"

@@ -152,7 +152,7 @@ class ReST(ZooModel):
                 **_per_row_inputs(embedded),
             )
             name = f"{self.name}_decoder_{'n' if num_candidates is None else int(num_candidates)}"
-            models[key] = keras.Model(inputs, pctr, name=name)
+            models[key] = keras.Model(inputs, self.calibrate(pctr), name=name)
         return models[key]
 
     def _serving_inputs(self, num_candidates):

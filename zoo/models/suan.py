@@ -284,7 +284,7 @@ class SUAN(ZooModel):
             out = encoder(history[0], candidates, history[1], visible, history[2], candidate_time, per_pass(profile))
         context = _head_context(embedded)
         logit = _head_logit(mlp, out, None if context is None else per_pass(context), training=False)  # [B*passes, m2]
-        pctr = ops.sigmoid(logit)
+        pctr = self.calibrate(ops.sigmoid(logit))
         return ops.reshape(pctr, (-1, passes * m2))[:, :m1]
 
     def _scorer(self, m2, use_cache):

@@ -6,6 +6,7 @@ import numpy as np
 
 import zoo.guards as guards
 from zoo.errors import ZooError
+from zoo.layers.calibration import Calibration
 from zoo.schema import Schema
 
 
@@ -29,6 +30,42 @@ class ZooModel(keras.Model):
 
     registered_name = None
 
+    def __init__(self, inputs, outputs, calibration=None, **kwargs):
+        """The functional graph `inputs` -> `outputs` (pctr [B, M]); with `calibration` (the config of a
+        `zoo.layers.Calibration`: {"method", "slope", "intercept"}, fitted by `zoo.recipes.calibration`)
+        the output goes through that layer too, so predict, score and every export return calibrated
+        probabilities."""
+        layer = None
+        if calibration is not None:
+            if not isinstance(calibration, dict) or not set(calibration) <= {"method", "slope", "intercept"}:
+                raise ZooError(
+                    f"calibration is {calibration!r}; it must be None or a dict of method, slope and intercept"
+                )
+            layer = Calibration(**calibration, name="calibration")
+            outputs = layer(outputs)
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        self.calibration_layer = layer
+
+    @property
+    def calibration(self):
+        """{"method", "slope", "intercept"} of the model's post-hoc calibration, or None."""
+        layer = self.calibration_layer
+        return None if layer is None else {"method": layer.method, "slope": layer.slope, "intercept": layer.intercept}
+
+    def calibrate(self, pctr):
+        """`pctr` through the model's calibration (unchanged without one), in keras.ops: for the scoring
+        paths that do not run the functional graph's output (SUAN's score_all, ReST's decoder)."""
+        return pctr if self.calibration_layer is None else self.calibration_layer(pctr)
+
+    def with_calibration(self, calibration):
+        """A copy of this model (same config and weights) with `calibration` instead of its own; None gives
+        the uncalibrated model (the one to train further)."""
+        config = self.get_config()
+        config.pop("calibration", None)
+        model = type(self).from_config({**config, "calibration": calibration} if calibration else config)
+        model.set_weights(self.get_weights())
+        return model
+
     @classmethod
     def hyperparameter_names(cls):
         parameters = inspect.signature(cls.__init__).parameters
@@ -47,6 +84,8 @@ class ZooModel(keras.Model):
             elif isinstance(value, tuple):
                 value = list(value)
             config[name] = value
+        if self.calibration is not None:
+            config["calibration"] = self.calibration
         return config
 
     @classmethod
