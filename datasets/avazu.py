@@ -1,7 +1,8 @@
 """Avazu mobile ads (the Kaggle train CSV: id, click, hour (YYMMDDHH), C1, banner_pos, site_*, app_*,
 device_*, C14..C21). Every field becomes an id: device_* -> user_ (Avazu's device is its user), hour
 (and the bars fields derived from it) -> ctx_, the ad/site/app fields and C1, C14..C21 -> cand_ ([B, 1],
-the scored impression). An empty field is its own value.
+the scored impression). An empty field is its own value. The file is read by `events.read_log` (pyarrow,
+in blocks, under zoo.datasets.reading's rules), each distinct value parsed once (zoo.datasets.tabular).
 
 Protocols:
 - `deres` (DeRes, following AutoInt): the 22 categorical fields (all but id and click, hour included);
@@ -16,9 +17,12 @@ Protocols:
 """
 
 import datetime
+import os
 
-from zoo.datasets import preprocess, tabular
-from zoo.datasets.reading import count_rows, find_file
+import numpy as np
+
+from zoo.datasets import events, tabular
+from zoo.datasets.reading import Repairs, find_file
 from zoo.feature import Feature
 from zoo.schema import Schema
 
@@ -52,73 +56,63 @@ def _key(field):
     return f"ctx_{field}" if field in ("hour", "weekday", "weekend") else f"cand_{field}"
 
 
-def _hour(text, line, repairs):
-    """YYMMDDHH -> datetime (a ZooError naming the line when it is not one)."""
+def _hour(text):
+    """YYMMDDHH -> datetime, or None when it is not one."""
     try:
         return datetime.datetime.strptime(text, "%y%m%d%H")
     except ValueError:
-        repairs.error(line, f"column 'hour' should be YYMMDDHH, found {text[:40]!r}")
-
-
-def _parse(protocol):
-    last = {"hour": None, "line": 0}
-
-    def parse(line, fields, repairs):
-        if line <= last["line"]:  # a new pass over the file
-            last["hour"] = None
-        last["line"] = line
-        click = fields[1].strip()
-        if click == "":
-            repairs.drop("dropped {n} row(s) with an empty click")
-            return None
-        if click not in ("0", "1"):
-            repairs.error(line, f"column 'click' should be 0 or 1, found {click[:40]!r}")
-        hour = _hour(fields[2].strip(), line, repairs)
-        values = {_key(name): text.strip() for name, text in zip(FIELDS, fields[3:])}
-        if protocol == "deres":
-            if last["hour"] is not None and hour < last["hour"]:
-                repairs.error(line, "rows are not in time order (hour goes back); deres splits by row order")
-            last["hour"] = hour
-            values["ctx_hour"] = fields[2].strip()
-        else:
-            values["ctx_hour"] = str(hour.hour)
-            values["ctx_weekday"] = str(hour.weekday())
-            values["ctx_weekend"] = str(int(hour.weekday() >= 5))
-        return values, float(click)
-
-    return parse
+        return None
 
 
 def build(files, protocol, options, out_dir, verbose):
     path = files[0]
-    total = count_rows(path, ",", len(HEADER), header=HEADER)
-    names = ["hour"] + [f.lower() for f in FIELDS]
-    if protocol == "bars":
-        names += ["weekday", "weekend"]
-    encoders = {}
-    for name in names:
-        if protocol == "deres":
-            table = preprocess.Vocabulary(1, max_size=options["max_vocabulary"])
-        else:
-            table = preprocess.Vocabulary(options["min_count"])
-        encoders[_key(name)] = tabular.Ids(table)
+    repairs = Repairs(path)
+    columns = {name: None if name == "id" else "text" for name in HEADER}
+    data, tokens = events.read_log(path, ",", columns, repairs, header=HEADER, lines=True)
+    total = data["click"].size  # every data row has its place in the split, one with an empty click too
     if protocol == "deres":
-        split_of = tabular.order_split(total, (0.8, 0.1, 0.1))
+        split = tabular.order_split(total, (0.8, 0.1, 0.1))
     else:
-        split_of = tabular.random_split(total, (0.8, 0.1, 0.1), options["seed"])
-    def make_schema():
-        return Schema(
-            features=[
-                Feature(key.split("_", 1)[1], key.split("_", 1)[0], e.size, options["embedding_dim"],
-                        hashed=e.table.hashed is not None)
-                for key, e in encoders.items()
-            ]
-        )
+        split = tabular.random_split(total, (0.8, 0.1, 0.1), options["seed"])
+    click = tabular.zero_one(tokens["click"], data["click"])
+    kept = click != tabular.EMPTY
+    hours = tabular.per_token(tokens["hour"], _hour)  # a datetime (or None) per distinct hour
 
-    tabular.build_table(
-        path, delimiter=",", num_fields=len(HEADER), header=HEADER, parse=_parse(protocol),
-        split_of=split_of, encoders=encoders, out_dir=out_dir, make_schema=make_schema, verbose=verbose,
-    )
+    def found(name, row):
+        return tabular.shown(tokens[name], data[name][row])
+
+    checks = [
+        (kept & (click == tabular.OTHER), lambda row: f"column 'click' should be 0 or 1, found {found('click', row)}"),
+        (kept & np.equal(hours, None)[data["hour"]],
+         lambda row: f"column 'hour' should be YYMMDDHH, found {found('hour', row)}"),
+    ]
+    if protocol == "deres":  # split by row order: a row whose hour goes back would see the future in training
+        hour = np.array([0 if h is None else h.toordinal() * 24 + h.hour for h in hours])[data["hour"]]
+        rows = np.flatnonzero(kept)
+        back = np.zeros(total, bool)
+        back[rows[1:][np.diff(hour[rows]) < 0]] = True
+        checks.append((back, lambda row: "rows are not in time order (hour goes back); deres splits by row order"))
+    tabular.first_fault(repairs, data["line"], checks)
+    repairs.tally([("drop", "dropped {n} row(s) with an empty click", ~kept)])
+
+    values = [(_key(name), list(tokens[name].index), data[name]) for name in ("hour",) + FIELDS]
+    if protocol == "bars":  # hour -> hour of day, weekday, weekend
+        derive = {"hour": lambda h: h.hour, "weekday": lambda h: h.weekday(),
+                  "weekend": lambda h: int(h.weekday() >= 5)}
+        derived = [(f"ctx_{name}", [str(value(h)) if h else "" for h in hours], data["hour"])
+                   for name, value in derive.items()]
+        values = derived[:1] + values[1:] + derived[1:]
+    limit = {"max_size": options["max_vocabulary"]} if protocol == "deres" else {"min_count": options["min_count"]}
+    train = kept & (split == 0)
+    features, schema = {}, []
+    for key, names, codes in values:
+        (features[key],), size, hashed = tabular.fit_ids([(names, codes, train)], **limit)
+        group, name = key.split("_", 1)
+        schema.append(Feature(name, group, size, options["embedding_dim"], hashed=hashed))
+    features["labels"] = click.astype(np.float32)
+    repairs.finish(int(kept.sum())).report()
+    info = {"repairs": repairs.summary(), "accounting": {os.path.basename(path): repairs.accounting()}}
+    tabular.write(out_dir, Schema(features=schema), np.where(kept, split, -1), features, info)
 
 
 def load(path, **kwargs):

@@ -7,7 +7,9 @@ column names: a comma-separated file with a header holding at least COLUMNS (oth
 price_list or rank_7, are ignored and listed in the info). List columns are `list_separator`-separated
 (";"), oldest behaviour first, all lists of a row of equal length; `times` is the exposure's unix time
 and `timediff_list` holds (times - behaviour time) in seconds. `write_simulated` writes rows of this
-format from a BehaviourSimulator (for tests and examples).
+format from a BehaviourSimulator (for tests and examples). The file is read by `events.read_log`
+(pyarrow, in blocks, under zoo.datasets.reading's rules), each distinct value parsed once
+(zoo.datasets.tabular).
 
 Protocol `suan`: hist_<field> = the last `sequence_length` behaviours, hist_time = times - timediff;
 behaviours not strictly before their exposure (timediff <= 0) are removed and counted, so nothing at
@@ -19,11 +21,12 @@ time (`times`) in whole days (UTC+8), about 80/10/10, the last day always test.
 
 import collections
 import math
+import os
 
 import numpy as np
 
-from zoo.datasets import preprocess, tabular
-from zoo.datasets.reading import Repairs, find_file, first_line, read_rows
+from zoo.datasets import events, preprocess, tabular
+from zoo.datasets.reading import Repairs, as_number, find_file, first_line
 from zoo.errors import ZooError
 from zoo.feature import Feature
 from zoo.schema import Schema
@@ -69,104 +72,135 @@ def _header(path, delimiter=","):
     return header
 
 
-def _parser(header, separator):
-    position = {name: header.index(name) for name in COLUMNS}
+def _columns(header, separator):
+    """`read_log`'s columns of a file with this header (lists as TokenLists; other columns not read), and
+    the list columns."""
     lists = [v[1] for v in ITEM.values()] + list(BEHAVIOUR_ONLY) + ["timediff_list"]
+    columns = {}
+    for i, name in enumerate(header):
+        if name in COLUMNS and header.index(name) == i:
+            columns[name] = events.TokenList(separator) if name in lists else "text"
+        else:
+            columns[f"_{i}"] = None
+    return columns, lists
 
-    def parse(line, fields, repairs):
-        get = lambda name: fields[position[name]].strip()  # noqa: E731
-        label = get("label")
-        if label == "" or get("times") == "":
-            repairs.drop("dropped {n} row(s) with an empty label or times")
+
+def _day_cuts(tokens, codes):
+    """The time split's day cuts from the exposures per day (UTC+8) of every row whose times is an integer."""
+    def day(text):
+        try:
+            return (int(text) + BEIJING) // 86400 if text.lstrip("-").isdigit() else None
+        except ValueError:
             return None
-        if label not in ("0", "1"):
-            repairs.error(line, f"column 'label' should be 0 or 1, found {label[:40]!r}")
-        times = repairs.number(get("times"), line, "times", int)
-        if not 0 <= times < 2**40:
-            repairs.error(line, f"column 'times' should be unix seconds, found {times}")
-        split_lists = {name: [t.strip() for t in get(name).split(separator)] if get(name) else [] for name in lists}
-        lengths = {len(v) for v in split_lists.values()}
-        if len(lengths) > 1:
-            repairs.error(line, "the behaviour lists have different lengths " + str(sorted(lengths)))
-        diffs = [repairs.number(t, line, "timediff_list", int) for t in split_lists["timediff_list"]]
-        keep = [i for i, diff in enumerate(diffs) if diff > 0]
-        if len(keep) < len(diffs):
-            repairs.repair("removed {n} behaviour(s) not strictly before their exposure", line, len(diffs) - len(keep))
-        values = {"cand_time": times, "hist_time": [times - diffs[i] for i in keep]}
-        for column, name in USER.items():
-            values[f"user_{name}"] = get(column)
-        for column in NUM:
-            text = get(column)
-            if text == "":
-                repairs.repair("filled {n} missing user statistic(s) with the training mean", line)
-                values[f"num_{column}"] = math.nan
-            else:
-                x = repairs.number(text, line, column)
-                values[f"num_{column}"] = math.copysign(math.log1p(abs(x)), x)
-        for column, (name, list_column) in ITEM.items():
-            values[f"cand_{name}"] = get(column)
-            values[f"hist_{name}"] = [split_lists[list_column][i] for i in keep]
-        for column, name in CONTEXT.items():
-            values[f"ctx_{name}"] = get(column)
-        for column, name in BEHAVIOUR_ONLY.items():
-            values[f"hist_{name}"] = [split_lists[column][i] for i in keep]
-        return values, float(label)
 
-    return parse
+    days = collections.Counter()
+    for found, rows in zip(tabular.per_token(tokens, day), np.bincount(codes, minlength=len(tokens)).tolist()):
+        if found is not None and rows:
+            days[found] += rows
+    unique = sorted(days)
+    return preprocess.day_cuts_from_counts(unique, [days[d] for d in unique], utc_offset=BEIJING)
+
+
+def _rows(data, tokens, repairs, lists):
+    """The rows checked as the reader reads one: label and times, the lists, the time differences, the user
+    statistics; the first fault refused, drops and repairs counted. Returns (kept [n], label [n], times [n],
+    {statistic: log(1 + x) [n], NaN if missing}, diff [T] of the kept rows' behaviours, before [T]: those
+    strictly before their exposure)."""
+    def found(name, row):
+        return tabular.shown(tokens[name], data[name][row])
+
+    label = tabular.zero_one(tokens["label"], data["label"])
+    kept = (label != tabular.EMPTY) & (data["times"] != tokens["times"].index.get("", -1))
+    numbers = tabular.per_token(tokens["times"], lambda t: as_number(t, int))  # None: not a number
+    in_range = np.array([n is not None and 0 <= n < 2**40 for n in numbers], bool)
+    lengths = np.stack([data[name][1] for name in lists])  # [lists, n]
+    diff_codes, diff_lengths = data["timediff_list"]
+    row_of = np.repeat(np.arange(kept.size), diff_lengths)
+    diffs = tabular.per_token(tokens["timediff_list"], lambda t: as_number(t.strip(), int))
+    unreadable = np.array([n is None for n in diffs], bool)[diff_codes]
+
+    def first_unreadable(row):
+        return tabular.shown(tokens["timediff_list"], diff_codes[(row_of == row) & unreadable][0])
+
+    checks = [
+        (kept & (label == tabular.OTHER), lambda row: f"column 'label' should be 0 or 1, found {found('label', row)}"),
+        (kept & np.equal(numbers, None)[data["times"]],
+         lambda row: f"column 'times' should be a number, found {found('times', row)}"),
+        (kept & ~in_range[data["times"]],
+         lambda row: f"column 'times' should be unix seconds, found {numbers[data['times'][row]]}"),
+        (kept & (lengths != lengths[0]).any(axis=0),
+         lambda row: f"the behaviour lists have different lengths {sorted(set(lengths[:, row].tolist()))}"),
+        (kept & (np.bincount(row_of[unreadable], minlength=kept.size) > 0),
+         lambda row: f"column 'timediff_list' should be a number, found {first_unreadable(row)}"),
+    ]
+    stats = {}
+    for column in NUM:
+        values = tabular.per_token(tokens[column], lambda t: as_number(t) if t else math.nan)
+        checks.append((kept & np.equal(values, None)[data[column]],
+                       lambda row, column=column: f"column '{column}' should be a number, found {found(column, row)}"))
+        stats[column] = np.array([math.nan if v is None or math.isnan(v) else math.copysign(math.log1p(abs(v)), v)
+                                  for v in values], np.float64)[data[column]]
+    tabular.first_fault(repairs, data["line"], checks)
+
+    times = np.array([n if ok else 0 for n, ok in zip(numbers, in_range)], np.int64)[data["times"]]
+    in_kept = np.repeat(kept, diff_lengths)  # a kept row's lists are of one length: their tokens line up
+    diff = np.array([0 if n is None else n for n in diffs], np.int64)[diff_codes[in_kept]]
+    before = diff > 0
+    removed = np.bincount(row_of[in_kept][~before], minlength=kept.size)
+    missing = sum(np.isnan(stats[column]).astype(np.int64) for column in NUM)
+    repairs.tally([("drop", "dropped {n} row(s) with an empty label or times", ~kept),
+                   ("repair", "removed {n} behaviour(s) not strictly before their exposure", removed * kept),
+                   ("repair", "filled {n} missing user statistic(s) with the training mean", missing * kept)])
+    return kept, label, times, stats, diff, before
 
 
 def build(files, protocol, options, out_dir, verbose):
     path = files[0]
     header = _header(path)
-    parse = _parser(header, options["list_separator"])
-    # Pre-pass: exposures per day, for the time split.
-    days = collections.Counter()
-    column = header.index("times")
-    for line, fields in read_rows(path, ",", len(header), Repairs(path), header=header, verbose=verbose):
-        text = fields[column].strip()
-        if text.lstrip("-").isdigit():
-            days[(int(text) + BEIJING) // 86400] += 1
-    unique = sorted(days)
-    cuts = preprocess.day_cuts_from_counts(unique, [days[d] for d in unique], utc_offset=BEIJING)
-
+    repairs = Repairs(path)
+    columns, lists = _columns(header, options["list_separator"])
+    data, tokens = events.read_log(path, ",", columns, repairs, header=header, lines=True)
+    cuts = _day_cuts(tokens["times"], data["times"])
+    kept, label, times, stats, diff, before = _rows(data, tokens, repairs, lists)
     length, d = options["sequence_length"], options["embedding_dim"]
-    encoders = {}
-    for name in ("shop_id", "item_id", "category", "food_id", "brand_id", "aoi_id", "geohash6"):
-        shared = preprocess.Vocabulary()
-        encoders[f"hist_{name}"] = tabular.IdList(shared, length)
-        encoders[f"cand_{name}"] = tabular.Ids(shared)
-    for name in BEHAVIOUR_ONLY.values():
-        encoders[f"hist_{name}"] = tabular.IdList(preprocess.Vocabulary(), length)
-    encoders["hist_time"] = tabular.Raw(length)
-    encoders["cand_time"] = tabular.Raw()
-    for name in USER.values():
-        encoders[f"user_{name}"] = tabular.Ids(preprocess.Vocabulary())
-    for name in CONTEXT.values():
-        encoders[f"ctx_{name}"] = tabular.Ids(preprocess.Vocabulary())
+    split = preprocess.split_by_time(times[kept], cuts)
+    train = split == 0
+    count = np.bincount(np.repeat(np.arange(kept.sum()), data["timediff_list"][1][kept])[before],
+                        minlength=int(kept.sum()))  # behaviours per kept row
+    recent = np.repeat(train, count) & tabular.newest(count, length)
+
+    def behaviours(column):  # fit_ids' (tokens, codes, fitted on) of a list column's kept behaviours
+        codes, lengths = data[column]
+        return [t.strip() for t in tokens[column].index], codes[np.repeat(kept, lengths)][before], recent
+
+    def values(column):  # fit_ids' (tokens, codes, fitted on) of a column
+        return list(tokens[column].index), data[column][kept], train
+
+    features, sizes = {}, {}
+    for column, (name, list_column) in ITEM.items():  # behaviours and candidates share a vocabulary
+        (hist, features[f"cand_{name}"]), size, _ = tabular.fit_ids([behaviours(list_column), values(column)])
+        features[f"hist_{name}"] = tabular.padded(hist, count, length)
+        sizes.update({f"hist_{name}": size, f"cand_{name}": size})
+    for column, name in BEHAVIOUR_ONLY.items():
+        (hist,), sizes[f"hist_{name}"], _ = tabular.fit_ids([behaviours(column)])
+        features[f"hist_{name}"] = tabular.padded(hist, count, length)
+    features["hist_time"] = tabular.padded(np.repeat(times[kept], count) - diff[before], count, length)
+    features["cand_time"] = times[kept]
+    for group, fields in (("user", USER), ("ctx", CONTEXT)):
+        for column, name in fields.items():
+            (features[f"{group}_{name}"],), sizes[f"{group}_{name}"], _ = tabular.fit_ids([values(column)])
     for column in NUM:
-        encoders[f"num_{column}"] = tabular.Number()
+        features[f"num_{column}"] = tabular.fill_mean(stats[column][kept], train)
+    features["labels"] = label[kept].astype(np.float32)
+    repairs.finish(int(kept.sum())).report()
 
-    def split_of(line, index, values):
-        return int(preprocess.split_by_time(np.array([values["cand_time"]]), cuts)[0])
-
-    def make_schema():
-        order = {"hist": 0, "user": 1, "cand": 2, "ctx": 3, "num": 4}
-        features = []
-        for key, encoder in encoders.items():
-            group, name = key.split("_", 1)
-            if name == "time":
-                continue
-            features.append(Feature(name, group) if group == "num" else Feature(name, group, encoder.size, d))
-        features.sort(key=lambda f: order[f.group])
-        return Schema(features=features, sequence_length=length, time=True)
-
-    ignored = [h for h in header if h not in COLUMNS]
-    tabular.build_table(
-        path, delimiter=",", num_fields=len(header), header=header, parse=parse, split_of=split_of,
-        encoders=encoders, out_dir=out_dir, make_schema=make_schema, verbose=verbose,
-        info={"ignored_columns": ignored},
-    )
-
+    order = {"hist": 0, "user": 1, "cand": 2, "ctx": 3}
+    keys = sorted(sizes, key=lambda key: order[key.split("_", 1)[0]])
+    schema = Schema(features=[Feature(key.split("_", 1)[1], key.split("_", 1)[0], sizes[key], d) for key in keys]
+                    + [Feature(column, "num") for column in NUM], sequence_length=length, time=True)
+    info = {"ignored_columns": [h for h in header if h not in COLUMNS], "repairs": repairs.summary(),
+            "accounting": {os.path.basename(path): repairs.accounting()}}
+    tabular.write(out_dir, schema, split, features, info)
 
 
 def write_simulated(path, simulator, num_rows, seed=None, separator=";"):

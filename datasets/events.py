@@ -1,11 +1,12 @@
-"""Event-log data sets (one behaviour per row) -> `storage.Events`.
+"""Event-log data sets (one behaviour per row) -> `storage.Events`, and `read_log`, the paper readers' reading.
 
-The readers of MovieLens, Amazon Books and Taobao UserBehavior are protocol layers over the data-spec
-engine's reading: `read_log` streams their file through the engine's pyarrow CSV reader
-(`spec_reading.read_chunks`, a block of rows at a time) and converts each chunk vectorised into integer
-columns (raw tokens numbered densely in first-seen order by an `Interner`, so memory is a few bytes per
-event, never the text). The readers then filter, sort by (user, time), split, fit vocabularies on the
-training events only and write the events plus per-sample history pointers (`write_events`).
+Every paper reader other than Criteo's (a data spec) reads its file with `read_log`: the data-spec
+engine's pyarrow CSV reader (`spec_reading.read_chunks`, a block of rows at a time), each chunk converted
+vectorised into integer columns (raw tokens numbered densely in first-seen order by an `Interner`, so
+memory is a few bytes per value, never the text). The readers of MovieLens, Amazon Books and Taobao
+UserBehavior then filter, sort by (user, time), split, fit vocabularies on the training events only and
+write the events plus per-sample history pointers (`write_events`); those of Avazu, Taobao ads and
+Eleme write one sample per row (zoo.datasets.tabular).
 """
 
 import numpy as np
@@ -17,8 +18,15 @@ from zoo.errors import ZooError
 MAX_TIME = 2**40  # unix seconds far beyond any real event; a larger value is a malformed time
 EMPTY_FIELD = "dropped {n} row(s) with an empty field"
 # Values of these forms are converted by pyarrow (to the number Python gives); any other goes through
-# Repairs.number, as read_rows' readers did: "1e9" and "3.0" are whole seconds, " 4 " is 4.
+# Repairs.number (as Python reads a number): "1e9" and "3.0" are whole seconds, " 4 " is 4.
 PLAIN = {float: r"^[0-9]{1,15}(\.[0-9]{1,15})?$", "time": r"^[0-9]{1,12}$"}
+
+
+class TokenList:
+    """A `read_log` column kind: a list of tokens in one field, `separator`-separated."""
+
+    def __init__(self, separator):
+        self.separator = separator
 
 
 class Interner:
@@ -36,7 +44,7 @@ class Interner:
         return len(self.index)
 
 
-def read_log(path, delimiter, columns, repairs, *, header=None, lines=False):
+def read_log(path, delimiter, columns, repairs, *, header=None, lines=False, interners=None):
     """The columns of a delimited event log, read by the engine's pyarrow reader a chunk at a time.
 
     Args:
@@ -44,24 +52,30 @@ def read_log(path, delimiter, columns, repairs, *, header=None, lines=False):
         delimiter: one character, or one character repeated ("::" is read as ":", and the field between
             the two halves is checked to be empty).
         columns: {name: kind} of the file's fields, in order. Kinds: "id" (a raw token), float (a number),
-            "time" (whole unix seconds, 0 <= t < 2**40) or a dict {token: code} (one of a closed set). A
-            value not of its kind raises a ZooError naming the file, the line and the column (`name`).
+            "time" (whole unix seconds, 0 <= t < 2**40) or a dict {token: code} (one of a closed set): an
+            empty one drops its row, and a value not of its kind raises a ZooError naming the file, the
+            line and the column (`name`); "text" (a raw token; an empty one is a value too), a
+            `TokenList` (the field, stripped, split at its separator: the tokens as written, an empty
+            field an empty list) or None (a field not read).
         repairs: the file's `Repairs`: rows read, blank lines and dropped rows are counted there.
         header: None, or a header's field names: a first line equal to them (case-insensitive) is
             skipped, any other first line is data.
         lines: also return each row's file line ("line").
+        interners: those an earlier call returned, to number this file's tokens on from that file's
+            (files read as one log: a token has one dense int in all).
 
     Returns:
-        ({name: [E] array} (+ "line"), {name: Interner} of the "id" columns): an "id" column as dense
-        ints (int64, first-seen order), float as float64, "time" as int64, a dict column as its codes.
+        ({name: [E] array} (+ "line"), {name: Interner} of the "id", "text" and list columns): an "id" or
+        "text" column as dense ints (int64, first-seen order), float as float64, "time" as int64, a dict
+        column as its codes, a list column as (dense ints of its tokens [T], the rows' lengths [E]).
 
-    The rules are `reading.read_rows`': a field is its bytes as latin-1 text, stripped; a row with an
-    empty field is dropped and counted; blank lines are counted, not rows; a last line without a newline
-    is dropped and counted as truncated when it has too few fields or a final field shorter than every
-    complete row's; any other row with the wrong number of fields raises a ZooError naming its line; a
-    file without data rows is refused in one line.
+    The rules are zoo.datasets.reading's: a field is its bytes as latin-1 text, stripped; a row with an
+    empty field (of a kind that drops it) is dropped and counted; blank lines are counted, not rows; a
+    last line without a newline is dropped and counted as truncated when it has too few fields or a final
+    field shorter than every complete row's; any other row with the wrong number of fields raises a
+    ZooError naming its line; a file without data rows is refused in one line.
     """
-    return _Log(path, delimiter, columns, repairs, header).read(lines)
+    return _Log(path, delimiter, columns, repairs, header).read(lines, interners)
 
 
 class _Log:
@@ -84,19 +98,23 @@ class _Log:
         self.marked_blank = marked and not first.rstrip(b"\r\n")  # a blank line the engine does not count
         names = [f.strip().lower() for f in first.decode("latin-1").rstrip("\r\n").split(delimiter)]
         self.has_header = header is not None and names == [h.lower() for h in header]
-        # A carriage return not before a newline ends a line for pyarrow, not for read_rows: then the
-        # file's lines are counted here, in one pass (the reader's rows are not its lines).
+        # A carriage return not before a newline ends a line for pyarrow, not under `reading`'s rules:
+        # then the file's lines are counted here, in one pass (the reader's rows are not its lines).
         self.lone_returns = _lone_returns(path)
         self.spaces = 0  # rows of blanks between whitespace delimiters: blank lines, though pyarrow's rows
+        # The kinds whose empty value drops its row.
+        self.drops = np.array([kind not in ("text", None) and not isinstance(kind, TokenList)
+                               for kind in columns.values()], bool)
 
-    def read(self, lines):
+    def read(self, lines, interners=None):
         repairs = self.repairs
         if self.marked_blank:
             repairs.blank_lines += 1
         source = {"format": "csv", "delimiter": self.char, "quote": None, "header": False, "column_names": self.raw}
         chunks = () if self.nothing else spec_reading.read_chunks(self.path, source, self.raw, repairs)
         last_line = _unterminated_last_line(self.path)
-        interners = {name: Interner() for name, kind in self.columns.items() if kind == "id"}
+        interners = interners or {name: Interner() for name, kind in self.columns.items()
+                                  if kind in ("id", "text") or isinstance(kind, TokenList)}
         parts = {name: [] for name in list(self.columns) + ["line"]}
         shortest = None  # the shortest final field of the complete rows so far
         for chunk, final in self._with_last(chunks):
@@ -121,7 +139,7 @@ class _Log:
             misplaced = np.zeros(chunk.rows, bool)  # "a::b:c::d" read with ':' puts 'b' where '' belongs
             for gap in self.gaps:
                 misplaced |= _lengths(chunk.columns[gap]) > 0
-            dropped = empty.any(axis=0) & ~skip
+            dropped = empty[self.drops].any(axis=0) & ~skip
             repairs.drop(EMPTY_FIELD, int(dropped.sum()))
             for row in np.flatnonzero(~skip & (misplaced | (bad.any(axis=0) & ~dropped))):
                 line = self._line(chunk, row)
@@ -131,18 +149,27 @@ class _Log:
                 self._check([_clean(chunk.columns[self.fields[name]][int(row)].as_py()) for name in self.columns], line)
             kept = ~skip & ~dropped
             for name, kind in self.columns.items():
-                if kind == "id":
+                if kind in ("id", "text"):
                     codes, tokens = values[name]
                     parts[name].append(_intern(codes[kept], tokens, interners[name]))
-                else:
+                elif isinstance(kind, TokenList):
+                    codes, tokens, lengths = values[name]
+                    in_kept = np.repeat(kept, lengths)
+                    parts[name].append((_intern(codes[in_kept], tokens, interners[name]), lengths[kept]))
+                elif kind is not None:
                     parts[name].append(values[name][kept])
             parts["line"].append(chunk.first_line + np.flatnonzero(kept))  # the reader's row numbers, from 1
-        if TRUNCATED in repairs.counts:  # read_rows counted a truncated last row after the rows before it
+        if TRUNCATED in repairs.counts:  # counted after the rows before it, as row by row
             repairs.counts[TRUNCATED] = repairs.counts.pop(TRUNCATED)
         if self.lone_returns:
             repairs.blank_lines = sum(not text.strip() for _, text, _ in self._lines())
         self._refuse_no_rows()
-        arrays = {name: np.concatenate(parts[name]) for name in self.columns}
+        arrays = {}
+        for name, kind in self.columns.items():
+            if isinstance(kind, TokenList):
+                arrays[name] = tuple(np.concatenate(part) for part in zip(*parts[name]))
+            elif kind is not None:
+                arrays[name] = np.concatenate(parts[name])
         if lines:
             rows = np.concatenate(parts["line"]).astype(np.int64)
             arrays["line"] = rows if not self._shifted() else self._row_lines()[rows - 1]
@@ -157,7 +184,7 @@ class _Log:
         return len(last_line.split(self.delimiter)) < len(self.columns) or bool(complete and length[-1] < min(complete))
 
     def _with_last(self, chunks):
-        """(chunk, whether it is the last); a block the reader refuses raises read_rows' error for it."""
+        """(chunk, whether it is the last); a block the reader refuses raises its first faulty line's error."""
         chunks, previous = iter(chunks), None
         while True:
             try:
@@ -187,6 +214,14 @@ class _Log:
         values = {}
         for k, (name, kind) in enumerate(self.columns.items()):
             array = chunk.columns[self.fields[name]]
+            if kind is None:
+                if self.char.isspace():  # a blank line between whitespace delimiters
+                    empty[k] = _lengths(pc.utf8_trim_whitespace(array)) == 0
+                continue
+            if isinstance(kind, TokenList):
+                values[name] = _token_lists(array, kind.separator)
+                empty[k] = values[name][2] == 0
+                continue
             if kind in (float, "time"):
                 plain = np.asarray(pc.match_substring_regex(array, PLAIN[kind]).to_numpy(zero_copy_only=False), bool)
                 numbers = np.zeros(chunk.rows, np.float64 if kind is float else np.int64)
@@ -203,7 +238,7 @@ class _Log:
             codes = encoded.indices.to_numpy(zero_copy_only=False)
             tokens = [_clean(token) for token in encoded.dictionary.to_pylist()]
             empty[k] = np.array([not token for token in tokens], bool)[codes]
-            if kind == "id":
+            if kind in ("id", "text"):
                 values[name] = (codes, tokens)
             else:
                 bad[k] = np.array([bool(token) and token not in kind for token in tokens], bool)[codes]
@@ -211,8 +246,8 @@ class _Log:
         return empty, bad, values
 
     def _check(self, texts, line):
-        """read_rows' readers' checks of one row's (stripped, non-empty) values, in column order: the first
-        value not of its column's kind raises."""
+        """The checks of one row's (stripped, non-empty) values, in column order: the first value not of
+        its column's kind raises."""
         for (name, kind), text in zip(self.columns.items(), texts):
             if isinstance(kind, dict) and text not in kind:
                 self.repairs.error(line, f"column '{name}' should be one of {', '.join(kind)}, found {text[:40]!r}")
@@ -235,8 +270,8 @@ class _Log:
         return int(self._row_lines(stop=number)[number - 1]) if self._shifted() else number
 
     def _lines(self):
-        """(line number, text, whether a newline ends it) of each line as read_rows splits the file: at
-        newlines; latin-1 text without the line's end, and without a byte-order mark."""
+        """(line number, text, whether a newline ends it) of each line as `reading`'s rules split the file:
+        at newlines; latin-1 text without the line's end, and without a byte-order mark."""
         with open(self.path, "rb") as stream:
             for number, raw in enumerate(stream, 1):
                 if number == 1:
@@ -261,8 +296,8 @@ class _Log:
         return np.asarray(found, np.int64)
 
     def _first_fault(self, start):
-        """read_rows' error for the first faulty line of the block the reader refused (from its row number
-        `start` on): a wrong number of fields, or a value not of its kind before it; None if none is found."""
+        """The error of the first faulty line of the block the reader refused (from its row number `start`
+        on): a wrong number of fields, or a value not of its kind before it; None if none is found."""
         count, rows = len(self.columns), 0
         for number, text, ended in self._lines():
             rows += self._rows_in(text, ended)
@@ -276,7 +311,7 @@ class _Log:
             if text.count(self.char) + 1 != self.width:
                 return f"{self.path}, line {number}: a field holds {self.char!r}, which separates the fields here"
             texts = [field.strip() for field in fields]
-            if ended and all(texts):
+            if ended and all(text or not drops for text, drops in zip(texts, self.drops)):
                 self._check(texts, number)
         return None
 
@@ -294,8 +329,38 @@ class _Log:
 
 
 def _clean(value):
-    """A field as read_rows gave it: its bytes as latin-1 text, stripped."""
+    """A field under `reading`'s rules: its bytes as latin-1 text, stripped."""
     return value.strip() if value.isascii() else value.encode("utf-8").decode("latin-1").strip()
+
+
+def _token_lists(array, separator):
+    """(codes [T], tokens, lengths [n]) of a list column: each field stripped, then split at `separator`
+    (an empty field is an empty list); `tokens` the distinct tokens as latin-1 text, `codes` index them."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    plain = np.asarray(pc.match_substring_regex(array, r"^([!-~](.*[!-~])?)?$").to_numpy(zero_copy_only=False), bool)
+    lists = pc.split_pattern(pc.if_else(pa.array(plain), array, ""), separator)  # the others split below
+    split = pc.list_value_length(lists).to_numpy(zero_copy_only=False)
+    none = ~plain | (_lengths(array) == 0)  # no token from pyarrow ("" splits into one empty token)
+    encoded = pc.dictionary_encode(pc.list_flatten(lists).filter(pa.array(np.repeat(~none, split))))
+    tokens = [token if token.isascii() else token.encode("utf-8").decode("latin-1")
+              for token in encoded.dictionary.to_pylist()]
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    lengths = np.where(none, 0, split)
+    if plain.all():
+        return codes, tokens, lengths
+    # A field with a blank or non-ASCII first or last character: stripped as latin-1 text, one by one.
+    index, odd = {token: code for code, token in enumerate(tokens)}, []
+    for row, value in zip(np.flatnonzero(~plain), array.filter(pa.array(~plain)).to_pylist()):
+        text = _clean(value)
+        found = text.split(separator) if text else []
+        lengths[row] = len(found)
+        odd += [index.setdefault(token, len(index)) for token in found]
+    merged = np.empty(int(lengths.sum()), np.int64)
+    in_odd = np.repeat(~plain, lengths)
+    merged[~in_odd], merged[in_odd] = codes, odd
+    return merged, list(index), lengths
 
 
 def _number(text, name, kind, repairs):

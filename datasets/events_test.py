@@ -12,8 +12,8 @@ RATINGS = {"user": "id", "item": "id", "rating": float, "timestamp": "time"}
 
 
 def reference(lines, delimiter):
-    """read_rows' readers, written out: stripped fields, rows with an empty field dropped, tokens numbered
-    in the order the kept rows first show them."""
+    """The line-by-line readers the event readers replaced, written out: stripped fields, rows with an
+    empty field dropped, tokens numbered in the order the kept rows first show them."""
     index, rows = {"user": {}, "item": {}}, []
     for text in lines:
         text = text.encode().decode("latin-1")
@@ -52,7 +52,7 @@ class ReadLogTest(TestCase):
         self.assertEqual(list(zip(data["user"].tolist(), data["item"].tolist(), data["rating"].tolist(),
                                   data["timestamp"].tolist())), rows)
         self.assertEqual(repairs.counts[events.EMPTY_FIELD], 1)
-        self.assertIn("Ã©", interners["user"].index)  # the bytes as latin-1 text, as read_rows read them
+        self.assertIn("Ã©", interners["user"].index)  # the bytes as latin-1 text, as a line-by-line read gives them
 
     def test_lines_are_the_files_lines(self):
         text = "userId,movieId,rating,timestamp\n1,2,3,100\n\n  \n1,3,4,101\r\r\n2,2,5,102\n\n2,3,1,103\n"
@@ -83,7 +83,7 @@ class ReadLogTest(TestCase):
             self.read(self.write("1,pv,5\n2,click,x\n"), ",", columns)  # the first failing column is named
 
     def test_the_earliest_fault_of_a_block_is_named(self):
-        # pyarrow refuses the block for its extra field (line 3); line 2 comes first, as in read_rows.
+        # pyarrow refuses the block for its extra field (line 3); line 2 comes first, as line by line.
         with self.assertRaisesRegex(ZooError, r"line 2: column 'rating' should be a number, found 'abc'$"):
             self.read(self.write("1\t2\t3\t4\n1\t2\tabc\t4\n1\t2\t3\t4\t5\n"))
         with self.assertRaisesRegex(ZooError, r"log.txt, line 4: expected 4 fields, found 5$"):
@@ -110,3 +110,53 @@ class ReadLogTest(TestCase):
                               (b"1\t2", "the file holds no complete data row")):
             with self.assertRaisesRegex(ZooError, f"log.txt: {message}"):
                 self.read(self.write(data))
+
+
+class ReadLogKindsTest(TestCase):
+    """The kinds the row-per-sample readers read (Avazu, Taobao ads, Eleme)."""
+
+    def write(self, data, name="rows.csv"):
+        path = os.path.join(self.get_temp_dir(), name)
+        with open(path, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+        return path
+
+    def test_text_lists_and_unread_columns(self):
+        rng = np.random.default_rng(1)
+        words = ["1", "22", " 3", "é", "", "4 ", "x y", "\xa0"]
+        lines = []
+        for i in range(200):
+            items = "^".join(rng.choice(words, size=int(rng.integers(0, 4))))
+            lines.append(",".join([str(i), rng.choice(words), f" {items} " if i % 7 == 0 else items]))
+        path = self.write("\n".join(lines) + "\n")
+        columns = {"id": None, "kind": "text", "items": events.TokenList("^")}
+        with mock.patch.object(spec_reading, "BLOCK_BYTES", 128):  # many chunks
+            data, interners = events.read_log(path, ",", columns, Repairs(path))
+        self.assertNotIn("id", data)
+        kinds = list(interners["kind"].index)
+        items = list(interners["items"].index)
+        codes, lengths = data["items"]
+        rows = np.split(codes, np.cumsum(lengths)[:-1])
+        for line, kind, row in zip(lines, data["kind"], rows):  # the line-by-line reader's values, as latin-1 text
+            fields = line.encode().decode("latin-1").split(",")
+            self.assertEqual(kinds[kind], fields[1].strip())  # an empty value is a value
+            self.assertEqual([items[c] for c in row], fields[2].strip().split("^") if fields[2].strip() else [])
+
+    def test_files_read_as_one_log_share_their_numbers(self):
+        first, second = self.write("a,x\nb,y\n", "1.csv"), self.write("c,y\na,z\n", "2.csv")
+        columns = {"user": "text", "item": "text"}
+        _, interners = events.read_log(first, ",", columns, Repairs(first))
+        data, interners = events.read_log(second, ",", columns, Repairs(second), interners=interners)
+        self.assertEqual((data["user"].tolist(), data["item"].tolist()), ([2, 0], [1, 2]))
+        self.assertEqual(list(interners["user"].index), ["a", "b", "c"])
+
+    def test_the_last_line_cut_short(self):
+        for text, width, rows in (("1,2,ab\n3,4,", 3, 1),  # an empty final field is as short as a cut leaves it
+                                  ("1,22\n2,333\n3,22", 2, 3),  # as long as the shortest complete one: kept
+                                  ("1,2,3", 3, 1),  # nothing to compare with: kept
+                                  ("1,2,3\n4,5", 3, 1)):  # too few fields
+            path = self.write(text)
+            repairs = Repairs(path)
+            data, _ = events.read_log(path, ",", {f"c{i}": "text" for i in range(width)}, repairs)
+            self.assertEqual(data["c0"].size, rows, text)
+            self.assertEqual(repairs.read - repairs.counts.get(TRUNCATED, 0), rows)

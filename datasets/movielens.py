@@ -4,9 +4,9 @@ The file is detected from the folder (or given directly): ML-100K `u.data` (tab-
 `ratings.dat` (`::`-separated), ML-20M/25M `ratings.csv` (header userId,movieId,rating,timestamp).
 It is read through the data-spec engine's pyarrow reader (`events.read_log` over
 `spec_reading.read_chunks`: blocks of rows converted vectorised, ids numbered in first-seen order), under
-read_rows' rules: blank lines and a truncated last row counted, a row with an empty field dropped and
-counted, a malformed row or value refused in one line naming the file, line and column. This module
-keeps only the protocol.
+zoo.datasets.reading's rules: blank lines and a truncated last row counted, a row with an empty field
+dropped and counted, a malformed row or value refused in one line naming the file, line and column. This
+module keeps only the protocol.
 
 Protocol `rest` (ReST §4.1): label = rating >= 4; no negative sampling; an iterative 5-core on all
 ratings (users and items with >= `core` ratings; the removed count is printed); per user, ratings in

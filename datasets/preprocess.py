@@ -39,6 +39,12 @@ class Vocabulary:
         for token in tokens:
             counts[token] = counts.get(token, 0) + 1
 
+    def fit_counts(self, tokens, counts):
+        """Adds `counts[i]` training occurrences of `tokens[i]` (counted elsewhere, e.g. vectorised)."""
+        for token, count in zip(tokens, counts):
+            if count:
+                self.counts[token] = self.counts.get(token, 0) + int(count)
+
     def finalize(self):
         kept = [t for t, c in self.counts.items() if c >= self.min_count]
         if self.max_size is not None and len(kept) > self.max_size:

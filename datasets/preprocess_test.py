@@ -27,6 +27,13 @@ class VocabularyTest(TestCase):
         self.assertTrue(ids <= {1, 2, 3})
         self.assertEqual(vocab.lookup("7"), preprocess.HashedIds(3).lookup("7"))  # stable
 
+    def test_counts_fitted_at_once_equal_tokens_fitted_one_by_one(self):
+        one_by_one, at_once = preprocess.Vocabulary(), preprocess.Vocabulary()
+        one_by_one.fit_many(["b", "a", "c", "b", "a"])
+        at_once.fit_counts(["a", "c", "b", "zzz"], [2, 1, 1, 0])
+        at_once.fit_counts(["b"], [1])
+        self.assertEqual(at_once.finalize().get_state(), one_by_one.finalize().get_state())
+
 
 class NumericTest(TestCase):
     def test_quantile_buckets_are_equal_frequency_and_fill_the_mean(self):

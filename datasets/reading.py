@@ -1,8 +1,7 @@
-"""Streaming reads of the raw files: rows with their line numbers, progress, and an account of every row.
+"""The account of every raw file's rows, and the rules the readers read a raw file by.
 
-The Avazu, Taobao ads and Eleme readers go through `read_rows`; the data-spec engine and the Criteo,
-MovieLens, Amazon Books and Taobao UserBehavior readers read through pyarrow (zoo/datasets/spec_reading.py,
-events.read_log) with the same rules and the same `Repairs` account. The rules every reader keeps:
+Every reader reads through pyarrow: Criteo through the data-spec engine (zoo/datasets/spec_reading.py),
+the others through `events.read_log`, which keeps these rules:
 
 - a UTF-8 byte-order mark at the start of the file is removed (and noted); a UTF-16 file is refused;
 - blank lines are skipped and counted; they are not rows (so they never move a split by row order);
@@ -22,18 +21,16 @@ change, `Repairs.repair`) or dropped (`Repairs.drop`), by kind; `Repairs.finish`
 rows read = rows kept + rows repaired + rows dropped against the rows the reader wrote, and refuses a
 file that leaves no row. The account is printed once at the end of preprocessing (`Repairs.report`)
 and stored in the processed data set's info (`info["accounting"][file name]`, `Repairs.accounting`).
-
-Nothing reads a whole file into memory: rows are yielded one at a time from a binary stream
-(latin-1 decoding, which never fails and keeps every byte of an id).
 """
 
 import collections
 import math
 import os
 
+import numpy as np
+
 from zoo.errors import ZooError
 
-PROGRESS_BYTES = 32 * 2**20  # show a progress bar for files larger than this (verbose="auto")
 UTF8_BOM = b"\xef\xbb\xbf"
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 TRUNCATED = "dropped {n} truncated last row(s)"
@@ -52,7 +49,7 @@ class Repairs:
     def __init__(self, path):
         self.path = str(path)
         self.counts = collections.Counter()
-        self.read = 0  # data rows read (not the header, not blank lines); set by read_rows
+        self.read = 0  # data rows read (not the header, not blank lines); set by the reading
         self.dropped = 0
         self.repaired = 0
         self.blank_lines = 0
@@ -78,22 +75,33 @@ class Repairs:
         if count:
             self.counts[what] += count
 
+    def tally(self, changes):
+        """Counts a whole file's drops and repairs at once, as if row by row: `changes` [(how, what,
+        counts [n])] over its data rows, in the order a row is checked; `how` "drop" (counts: the rows
+        left out) or "repair" (counts: changes to each kept row). Kinds enter the account in the order of
+        the first row that shows each; a row counts once among the repaired; a truncated last row stays
+        last."""
+        first = sorted((int(np.flatnonzero(counts)[0]), position)
+                       for position, (_, _, counts) in enumerate(changes) if np.any(counts))
+        repaired = None
+        for _, position in first:
+            how, what, counts = changes[position]
+            if how == "drop":
+                self.drop(what, int(np.sum(counts)))
+            else:
+                self.counts[what] += int(np.sum(counts))
+                repaired = counts > 0 if repaired is None else repaired | (counts > 0)
+        self.repaired += 0 if repaired is None else int(repaired.sum())
+        if TRUNCATED in self.counts:
+            self.counts[TRUNCATED] = self.counts.pop(TRUNCATED)
+
     def error(self, line, message):
         raise ZooError(f"{self.path}, line {line}: {message}")
 
     def number(self, text, line, column, kind=float):
         """`text` as a number (int or float); a ZooError naming file, line and column if it is not one."""
-        try:
-            value = kind(text)
-        except ValueError:
-            value = None
-            if kind is int:  # "3.0" is an integer written as a float
-                try:
-                    as_float = float(text)
-                    value = int(as_float) if as_float.is_integer() else None
-                except (ValueError, OverflowError):
-                    value = None
-        if value is None or (kind is float and not math.isfinite(value)):
+        value = as_number(text, kind)
+        if value is None:
             self.error(line, f"column '{column}' should be a number, found {text[:40]!r}")
         return value
 
@@ -137,27 +145,22 @@ class Repairs:
         print(f"zoo.datasets: {self.summary()}")
 
 
-class _Progress:
-    """A keras Progbar over bytes read, only for large files (or verbose=True)."""
-
-    def __init__(self, path, verbose):
-        size = os.path.getsize(path)
-        show = size > PROGRESS_BYTES if verbose == "auto" else bool(verbose)
-        self.bar = None
-        if show:
-            import keras
-
-            print(f"reading {path}")
-            self.bar = keras.utils.Progbar(size, unit_name="byte")
-        self.done = 0
-
-    def update(self, done):
-        if self.bar is not None:
-            self.bar.update(done)
-
-    def close(self, done):
-        if self.bar is not None:
-            self.bar.update(done, finalize=True)
+def as_number(text, kind=float):
+    """`text` as a number (int or float: "3.0" is an integer written as a float), or None when it is not
+    one (or not finite)."""
+    try:
+        value = kind(text)
+    except ValueError:
+        value = None
+        if kind is int:
+            try:
+                as_float = float(text)
+                value = int(as_float) if as_float.is_integer() else None
+            except (ValueError, OverflowError):
+                value = None
+    if value is None or (kind is float and not math.isfinite(value)):
+        return None
+    return value
 
 
 def _decode_first(raw, path, repairs):
@@ -169,80 +172,6 @@ def _decode_first(raw, path, repairs):
             repairs.note("removed the UTF-8 byte-order mark at the start of the file")
         raw = raw[len(UTF8_BOM) :]
     return raw
-
-
-def read_rows(path, delimiter, num_fields, repairs, *, header=None, verbose="auto"):
-    """Yields (line_number, fields) for every data row of a delimited text file, streaming.
-
-    Args:
-        path: the file.
-        delimiter: the field separator (any string: "," "\\t" "::").
-        num_fields: the number of fields every row has.
-        repairs: the `Repairs` of this file: rows read, blank lines and truncated last rows are counted
-            there (see the module docstring for the rules).
-        header: None (no header), or the expected first line's field names; a first line equal to
-            them (case-insensitive) is skipped, any other first line is data.
-        verbose: "auto" (a progress bar for large files), True or False.
-    """
-    progress = _Progress(path, verbose)
-    done = 0
-    expected_header = [h.lower() for h in header] if header else None
-    shortest_final = None  # the shortest final field of the complete rows so far
-    read = blank = yielded = 0  # counted locally (a hot loop), handed to `repairs` as the read goes
-    saw_header = False
-    try:
-        with open(path, "rb") as stream:
-            line_number = 0
-            for raw in stream:
-                line_number += 1
-                done += len(raw)
-                if line_number == 1:
-                    raw = _decode_first(raw, path, repairs)
-                elif line_number % 65536 == 0:
-                    progress.update(done)
-                text = raw.decode("latin-1")
-                ended = text.endswith("\n")
-                text = text.rstrip("\r\n")
-                if not text.strip():
-                    blank += 1
-                    continue
-                fields = text.split(delimiter)
-                if line_number == 1 and expected_header is not None:
-                    if [f.strip().lower() for f in fields] == expected_header:
-                        saw_header = True
-                        continue
-                read += 1
-                if len(fields) != num_fields:
-                    if not ended and len(fields) < num_fields:
-                        repairs.drop(TRUNCATED)
-                        continue
-                    repairs.error(line_number, f"expected {num_fields} fields, found {len(fields)}")
-                final = len(fields[-1])
-                if shortest_final is None or final < shortest_final:
-                    if not ended and shortest_final is not None:
-                        repairs.drop(TRUNCATED)  # cut inside its final field
-                        continue
-                    shortest_final = final
-                yielded += 1
-                yield line_number, fields
-    finally:
-        repairs.read += read
-        repairs.blank_lines += blank
-    progress.close(done)
-    if not yielded:
-        if read:
-            raise ZooError(f"{path}: the file holds no complete data row ({repairs.summary()})")
-        if saw_header:
-            raise ZooError(f"{path}: the file holds only its header line, no data rows")
-        if blank:
-            raise ZooError(f"{path}: the file holds only blank lines, no data rows")
-        raise ZooError(f"{path}: the file is empty")
-
-
-def count_rows(path, delimiter, num_fields, *, header=None):
-    """The number of data rows `read_rows` yields (blank lines, the header and a truncated last row
-    are not rows): one quiet pass, for readers that split by row order."""
-    return sum(1 for _ in read_rows(path, delimiter, num_fields, Repairs(path), header=header, verbose=False))
 
 
 def first_line(path):

@@ -164,7 +164,7 @@ class _Build:
         schema = self._schema(encoded)
         info = self._finish(dropped, samples)
         if events_store is None:
-            self._write_table(schema, samples, info)
+            storage.write_table(self.out_dir, schema, samples, info)
         else:
             events.write_events(self.out_dir, schema, events_store, samples, info)
         if self.fitted is None:
@@ -528,11 +528,3 @@ class _Build:
         if self.fitted is not None:
             info["unknown_ids"] = self.unknown
         return info
-
-    def _write_table(self, schema, samples, info):
-        rows = {}
-        for split, part in samples.items():
-            rows[split] = int(part["labels"].shape[0])
-            for key, values in part.items():
-                storage.save(self.out_dir, f"{split}.{key}", values)
-        storage.write_meta(self.out_dir, "table", schema, rows, info)

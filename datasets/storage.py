@@ -76,6 +76,16 @@ def save(directory, name, array):
     np.save(os.path.join(directory, f"{name}.npy"), np.ascontiguousarray(array))
 
 
+def write_table(directory, schema, samples, info):
+    """Writes a `Table`: `samples` {split: {key: [n, ...] array, "labels": [n]}}."""
+    rows = {}
+    for split, part in samples.items():
+        rows[split] = int(part["labels"].shape[0])
+        for key, values in part.items():
+            save(directory, f"{split}.{key}", values)
+    write_meta(directory, "table", schema, rows, info)
+
+
 class TableWriter:
     """Memory-mapped per-split arrays, filled chunk by chunk (row counts known from the fit pass)."""
 

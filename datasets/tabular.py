@@ -1,188 +1,116 @@
-"""Two streaming passes that turn a delimited file into `storage.Table` arrays.
+"""The readers whose every row is a sample (Avazu, Taobao ads, Eleme): `events.read_log`'s columns ->
+the arrays of a `storage.Table`, vectorised.
 
-Pass 1 parses every row (counting repairs and rows per split) and fits the encoders on the training
-rows only; pass 2 parses again and writes the encoded rows, chunk by chunk, into memory-mapped arrays.
-Readers supply a row parser (fields -> {key: raw value} and a label, or None to drop the row, counted
-in `Repairs`), a split rule and one encoder per contract key.
+A reader states its rules row-wise and applies them to whole columns: a value is parsed once per distinct
+token (`per_token`), a check is a mask over the rows and `first_fault` raises for the earliest row that
+fails one (the check it meets first in that row, as a row-by-row reader would), drops and repairs are
+counted with `Repairs.tally`, vocabularies are fitted on the training rows (`fit_ids`, the rule of
+preprocess.Vocabulary) and `write` stores the rows of each split in file order.
 """
-
-import math
-import os
 
 import numpy as np
 
 from zoo.datasets import preprocess, storage
-from zoo.datasets.reading import Repairs, read_rows
 
-CHUNK = 65536
-SPLIT_NAMES = storage.SPLITS
+EMPTY, OTHER = -1, -2  # zero_one's codes of an empty value and of one that is neither 0 nor 1
 
 
-class Ids:
-    """A categorical value -> id through a Vocabulary or HashedIds (shared objects fit once)."""
-
-    shape, dtype = (), "int32"
-
-    def __init__(self, table):
-        self.table = table
-
-    def fit(self, value):
-        if isinstance(self.table, preprocess.Vocabulary):
-            self.table.fit(value)
-
-    def finalize(self):
-        if isinstance(self.table, preprocess.Vocabulary) and self.table.index is None:
-            self.table.finalize()
-
-    def lookup(self, value):
-        return self.table.lookup(value)
-
-    @property
-    def size(self):
-        return self.table.size
+def per_token(interner, convert, dtype=object):
+    """[len(interner)] array: `convert(token)` of each distinct token, in the interner's order (index by
+    a column's dense ints to get the rows' values)."""
+    return np.array([convert(token) for token in interner.index], dtype=dtype)
 
 
-class IdList(Ids):
-    """A behaviour list -> the last `length` ids, left-padded with 0 (newest last)."""
-
-    dtype = "int32"
-
-    def __init__(self, table, length):
-        super().__init__(table)
-        self.shape = (length,)
-        self.length = length
-
-    def fit(self, values):
-        if isinstance(self.table, preprocess.Vocabulary):
-            self.table.fit_many(values[-self.length :])
-
-    def lookup(self, values):
-        ids = [self.table.lookup(v) for v in values[-self.length :]]
-        return [0] * (self.length - len(ids)) + ids
+def zero_one(interner, codes):
+    """int8 [n]: a 0/1 column's values; EMPTY where a value is empty, OTHER where it is neither."""
+    return per_token(interner, lambda t: {"": EMPTY, "0": 0, "1": 1}.get(t, OTHER), np.int8)[codes]
 
 
-class Number:
-    """A numeric value -> float32; NaN (missing) -> the training mean."""
-
-    shape, dtype = (), "float32"
-
-    def __init__(self):
-        self.total, self.count, self.mean = 0.0, 0, 0.0
-
-    def fit(self, value):
-        if not math.isnan(value):
-            self.total += value
-            self.count += 1
-
-    def finalize(self):
-        self.mean = self.total / self.count if self.count else 0.0
-
-    def lookup(self, value):
-        return self.mean if math.isnan(value) else value
+def shown(interner, code):
+    """One dense int's token, stripped and cut to 40 characters, as an error message shows it."""
+    return repr(list(interner.index)[int(code)].strip()[:40])
 
 
-class Raw:
-    """A value written as-is (times: int64 seconds); `length` makes it a left-padded list."""
-
-    dtype = "int64"
-
-    def __init__(self, length=None):
-        self.length = length
-        self.shape = () if length is None else (length,)
-
-    def fit(self, value):
-        pass
-
-    def finalize(self):
-        pass
-
-    def lookup(self, value):
-        if self.length is None:
-            return value
-        values = list(value[-self.length :])
-        return [0] * (self.length - len(values)) + values
+def first_fault(repairs, lines, checks):
+    """Raises `repairs.error` for the earliest row that fails a check; `checks` [(bad [n] bool,
+    message(row) -> str)] in the order a row is checked, so the first check a row fails is named."""
+    found = None
+    for bad, message in checks:
+        rows = np.flatnonzero(bad)
+        if rows.size and (found is None or rows[0] < found[0]):
+            found = (int(rows[0]), message)
+    if found is not None:
+        repairs.error(int(lines[found[0]]), found[1](found[0]))
 
 
-def build_table(path, *, delimiter, num_fields, header, parse, split_of, encoders, out_dir, make_schema,
-                info=None, verbose="auto"):
-    """Runs the two passes over `path` and writes a `storage.Table` into `out_dir`.
+def fit_ids(columns, min_count=1, max_size=None):
+    """One preprocess.Vocabulary fitted on the training values of one or more columns, and their ids.
 
     Args:
-        path: one file, or a list of (file, split code) pairs (a data set shipped pre-split).
-        parse: (line, fields, repairs) -> (values {key: raw}, label) or None (row dropped, counted).
-        split_of: (line, data_index, values) -> 0 train, 1 validation, 2 test.
-        encoders: {contract key: encoder}; fitted on train rows, in pass 1.
-        make_schema: () -> Schema, called after fitting (encoders know their sizes).
-        info: extra JSON-able facts for meta.json.
-    Returns the account of pass 1 (already printed; also in the info as `repairs` and `accounting`).
+        columns: [(tokens, codes [N], train [N] bool)] sharing the vocabulary: a column's values are
+            tokens[codes] (a token may be listed twice), `train` marks those it is fitted on.
+        min_count, max_size: the Vocabulary's (ids 1..n by descending training count, ties by token;
+            rarer tokens -> OOV; more than `max_size` tokens -> hashed).
+
+    Returns:
+        ([ids [N] int32 of each column], vocabulary_size, whether it is hashed).
     """
-    sources = [(path, None)] if isinstance(path, str) else list(path)
+    index = {}
+    maps = [np.fromiter((index.setdefault(t, len(index)) for t in tokens), np.int64, len(tokens))
+            for tokens, _, _ in columns]
+    counts = np.zeros(len(index), np.int64)
+    for to_index, (_, codes, train) in zip(maps, columns):
+        counts += np.bincount(to_index[codes[train]], minlength=len(index))
+    vocabulary = preprocess.Vocabulary(min_count, max_size)
+    vocabulary.fit_counts(index, counts.tolist())
+    vocabulary.finalize()
+    lookup = np.fromiter((vocabulary.lookup(t) for t in index), np.int32, len(index))
+    ids = [lookup[to_index[codes]] for to_index, (_, codes, _) in zip(maps, columns)]
+    return ids, vocabulary.size, vocabulary.hashed is not None
 
-    def rows_of(repairs_of, show):
-        for file, fixed in sources:
-            repairs = repairs_of[file]
-            rows = read_rows(file, delimiter, num_fields, repairs, header=header, verbose=show)
-            for index, (line, fields) in enumerate(rows):
-                parsed = parse(line, fields, repairs)
-                if parsed is not None:
-                    values, label = parsed
-                    yield file, (split_of(line, index, values) if fixed is None else fixed), values, label
 
-    repairs_of = {file: Repairs(file) for file, _ in sources}
-    rows = [0, 0, 0]
-    written = dict.fromkeys(repairs_of, 0)
-    for file, split, values, _ in rows_of(repairs_of, verbose):
-        rows[split] += 1
-        written[file] += 1
-        if split == 0:
-            for key, encoder in encoders.items():
-                encoder.fit(values[key])
-    for encoder in encoders.values():
-        encoder.finalize()
-    for file, repairs in repairs_of.items():
-        repairs.finish(written[file]).report()
+def newest(lengths, length):
+    """bool [T]: whether each token of the lists (flat, `lengths` [n]) is among its list's newest `length`."""
+    rank = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return rank >= np.repeat(lengths, lengths) - length
 
-    spec = {key: (encoder.shape, encoder.dtype) for key, encoder in encoders.items()}
-    spec["labels"] = ((), "float32")
-    counts = dict(zip(SPLIT_NAMES, rows))
-    writer = storage.TableWriter(out_dir, counts, spec)
-    buffers = [{key: [] for key in spec} for _ in SPLIT_NAMES]
 
-    def flush(split):
-        buffer = buffers[split]
-        writer.write(SPLIT_NAMES[split], {key: np.asarray(v, dtype=spec[key][1]) for key, v in buffer.items()})
-        for values in buffer.values():
-            values.clear()
+def padded(values, lengths, length):
+    """[n, length]: each list's newest `length` values (flat `values` [T], `lengths` [n]), left-padded
+    with 0 (newest last)."""
+    ends = np.cumsum(lengths)
+    position = ends[:, None] - length + np.arange(length)[None, :]  # [n, length] index into values
+    valid = position >= (ends - lengths)[:, None]
+    if not values.size:
+        return np.zeros((lengths.size, length), values.dtype)
+    return np.where(valid, values[np.clip(position, 0, values.size - 1)], 0).astype(values.dtype)
 
-    silent = {file: Repairs(file) for file, _ in sources}
-    for _, split, values, label in rows_of(silent, False):
-        buffer = buffers[split]
-        for key, encoder in encoders.items():
-            buffer[key].append(encoder.lookup(values[key]))
-        buffer["labels"].append(label)
-        if len(buffer["labels"]) >= CHUNK:
-            flush(split)
-    for split in range(3):
-        if buffers[split]["labels"]:
-            flush(split)
-    writer.close()
-    # The labels array is [n] on disk; the Table reader returns it as [n, 1].
-    schema = make_schema()
-    summary = " | ".join(r.summary() for r in repairs_of.values())
-    accounting = {os.path.basename(file): r.accounting() for file, r in repairs_of.items()}
-    storage.write_meta(out_dir, "table", schema, counts, dict(info or {}, repairs=summary, accounting=accounting))
-    return summary
+
+def fill_mean(values, train):
+    """float32 [n]: NaN (missing) -> the mean of the present training values, summed in row order."""
+    present = values[train & ~np.isnan(values)]
+    mean = float(np.cumsum(present)[-1]) / present.size if present.size else 0.0
+    return np.where(np.isnan(values), mean, values).astype(np.float32)
 
 
 def order_split(total, fractions):
-    """split_of for a split by row order (time order in the file): first fractions[0] train, then
+    """Split codes [total] by row order (time order in the file): the first fractions[0] train, then
     validation, then test."""
     train_end = int(total * fractions[0] + 1e-9)
     valid_end = int(total * (fractions[0] + fractions[1]) + 1e-9)
-    return lambda line, index, values: 0 if index < train_end else (1 if index < valid_end else 2)
+    return np.repeat(np.array([0, 1, 2], np.int8), [train_end, valid_end - train_end, total - valid_end])
 
 
 def random_split(total, fractions, seed):
-    """split_of for a seeded random split by data-row index (BARS' 8:1:1)."""
-    codes = np.random.default_rng(seed).choice(3, size=max(total, 1), p=list(fractions)).astype(np.int8)
-    return lambda line, index, values: int(codes[index]) if index < codes.size else 0
+    """Split codes [total] drawn with `seed` (BARS' 8:1:1), by data-row index."""
+    return np.random.default_rng(seed).choice(3, size=max(total, 1), p=list(fractions)).astype(np.int8)[:total]
+
+
+def write(out_dir, schema, split, features, info):
+    """Writes a storage.Table: the rows of each split (`split` [n] codes; `features` {key: [n, ...]} with
+    "labels") in file order."""
+    samples = {}
+    for code, name in enumerate(storage.SPLITS):
+        rows = np.flatnonzero(split == code)
+        samples[name] = {key: values[rows] for key, values in features.items()}
+    storage.write_table(out_dir, schema, samples, info)

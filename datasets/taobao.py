@@ -37,7 +37,9 @@ click_sequence is a '^'-separated list of earlier clicked ad groups, oldest firs
 own history, built before each row's time). Features: the profile (user_), the ad (cand_item_id =
 adgroup_id, cand_category, campaign_id, customer, brand), ctx_pid, ctx_hour, num_price = log(1 + price)
 (missing -> the training mean, counted) and hist_item_id (last `sequence_length` clicks; no times, so
-time=False). An empty categorical is its own value. The splits are the files'.
+time=False). An empty categorical is its own value. The splits are the files'. The files are read by
+`events.read_log` too (one token space over the three), each distinct value parsed once
+(zoo.datasets.tabular); a row with an empty clk or time_stamp is dropped and counted.
 """
 
 import datetime
@@ -48,7 +50,7 @@ import numpy as np
 
 from zoo.datasets import events, preprocess, tabular
 from zoo.datasets import fitted as fitted_state
-from zoo.datasets.reading import Repairs, find_file, first_line
+from zoo.datasets.reading import Repairs, as_number, find_file, first_line
 from zoo.errors import ZooError
 from zoo.feature import Feature
 from zoo.schema import Schema
@@ -228,16 +230,6 @@ def _suan_schema(options, item_size, category_size, user_size):
 
 
 # ---------------------------------------------------------------------------------------- ads
-def _timestamp(text, line, repairs):
-    if text.isdigit():
-        return int(text)
-    try:
-        moment = datetime.datetime.strptime(text, "%Y-%m-%d %H:%M:%S").replace(tzinfo=datetime.timezone.utc)
-    except ValueError:
-        repairs.error(line, f"column 'time_stamp' should be a unix time or YYYY-MM-DD HH:MM:SS, found {text[:40]!r}")
-    return int(moment.timestamp()) - BEIJING
-
-
 USER_FIELDS = {
     "userid": "user_id", "cms_segid": "cms_segid", "cms_group_id": "cms_group_id", "final_gender_code": "gender",
     "age_level": "age_level", "pvalue_level": "pvalue_level", "shopping_level": "shopping_level",
@@ -247,61 +239,97 @@ CAND_FIELDS = {
     "adgroup_id": "item_id", "cate_id": "category", "campaign_id": "campaign_id", "customer": "customer",
     "brand": "brand",
 }
+ADS_COLUMNS = dict.fromkeys(ADS_HEADER[:-1], "text") | {"click_sequence": events.TokenList("^")}
 
 
-def _parse_ads(line, fields, repairs):
-    row = dict(zip(ADS_HEADER, (f.strip() for f in fields)))
-    if row["clk"] == "":
-        repairs.drop("dropped {n} row(s) with an empty clk")
+def _timestamp(text):
+    """Unix seconds of a unix time or of YYYY-MM-DD HH:MM:SS in Beijing time; None if it is neither."""
+    if text.isdigit():
+        return int(text)
+    try:
+        moment = datetime.datetime.strptime(text, "%Y-%m-%d %H:%M:%S").replace(tzinfo=datetime.timezone.utc)
+    except ValueError:
         return None
-    if row["clk"] not in ("0", "1"):
-        repairs.error(line, f"column 'clk' should be 0 or 1, found {row['clk'][:40]!r}")
-    if row["time_stamp"] == "":
-        repairs.drop("dropped {n} row(s) with an empty time_stamp")
-        return None
-    time = _timestamp(row["time_stamp"], line, repairs)
-    values = {f"user_{name}": row[column] for column, name in USER_FIELDS.items()}
-    values.update({f"cand_{name}": row[column] for column, name in CAND_FIELDS.items()})
-    values["ctx_pid"] = row["pid"]
-    values["ctx_hour"] = str(((time + BEIJING) // 3600) % 24)
-    if row["price"] == "":
-        repairs.repair("filled {n} missing price(s) with the training mean", line)
-        price = math.nan
-    else:
-        price = repairs.number(row["price"], line, "price")
-        if price < 0:
-            repairs.error(line, f"column 'price' should be >= 0, found {price}")
-        price = math.log1p(price)
-    values["num_price"] = price
-    values["hist_item_id"] = [t for t in row["click_sequence"].split("^") if t]
-    return values, float(row["clk"])
+    return int(moment.timestamp()) - BEIJING
+
+
+def _ads_rows(data, tokens, repairs):
+    """The kept rows of one file that `read_log` read: {column: [n] dense ints, "label", "log_price"
+    (NaN if missing), "clicked" [T] the click_sequence's non-empty tokens, "clicks" [n] their number};
+    the file's first fault refused, its drops and repairs counted."""
+    clk = tabular.zero_one(tokens["clk"], data["clk"])
+    has_clk = clk != tabular.EMPTY
+    kept = has_clk & (data["time_stamp"] != tokens["time_stamp"].index.get("", -1))
+    timed = tabular.per_token(tokens["time_stamp"], lambda t: _timestamp(t) is not None, bool)[data["time_stamp"]]
+    prices = tabular.per_token(tokens["price"], lambda t: as_number(t) if t else math.nan)  # None: not a number
+    price = np.array([math.inf if p is None else p for p in prices], np.float64)[data["price"]]
+
+    def found(name, row):
+        return tabular.shown(tokens[name], data[name][row])
+
+    tabular.first_fault(repairs, data["line"], [
+        (has_clk & (clk == tabular.OTHER), lambda row: f"column 'clk' should be 0 or 1, found {found('clk', row)}"),
+        (kept & ~timed, lambda row: "column 'time_stamp' should be a unix time or YYYY-MM-DD HH:MM:SS, found "
+                                    f"{found('time_stamp', row)}"),
+        (kept & np.isinf(price), lambda row: f"column 'price' should be a number, found {found('price', row)}"),
+        (kept & (price < 0), lambda row: f"column 'price' should be >= 0, found {float(price[row])}"),
+    ])
+    repairs.tally([("drop", "dropped {n} row(s) with an empty clk", ~has_clk),
+                   ("drop", "dropped {n} row(s) with an empty time_stamp", has_clk & ~kept),
+                   ("repair", "filled {n} missing price(s) with the training mean", kept & np.isnan(price))])
+    log_price = np.array([math.log1p(p) if p is not None and p >= 0 else math.nan for p in prices], np.float64)
+    codes, lengths = data["click_sequence"]
+    row_of = np.repeat(np.arange(kept.size), lengths)
+    clicked = np.array([t != "" for t in tokens["click_sequence"].index], bool)[codes] & kept[row_of]
+    rows = {name: data[name][kept] for name in ADS_HEADER[:-1]}
+    rows.update(label=clk[kept].astype(np.float32), log_price=log_price[data["price"][kept]], clicked=codes[clicked],
+                clicks=np.bincount(row_of[clicked], minlength=kept.size)[kept])
+    return rows
 
 
 def _build_ads(files, options, out_dir, verbose):
     length, d = options["sequence_length"], options["embedding_dim"]
-    items = preprocess.Vocabulary()
-    encoders = {f"user_{name}": tabular.Ids(preprocess.Vocabulary()) for name in USER_FIELDS.values()}
-    for name in CAND_FIELDS.values():
-        encoders[f"cand_{name}"] = tabular.Ids(items if name == "item_id" else preprocess.Vocabulary())
-    encoders["hist_item_id"] = tabular.IdList(items, length)
-    encoders["ctx_pid"] = tabular.Ids(preprocess.Vocabulary())
-    encoders["ctx_hour"] = tabular.Ids(preprocess.Vocabulary())
-    encoders["num_price"] = tabular.Number()
+    tokens, parts, accounts = None, [], []
+    for code, path in enumerate(files):  # one token space; a file's faults are refused before the next is read
+        repairs = Repairs(path)
+        data, tokens = events.read_log(path, ",", ADS_COLUMNS, repairs, header=ADS_HEADER, lines=True,
+                                       interners=tokens)
+        part = _ads_rows(data, tokens, repairs)
+        parts.append(dict(part, split=np.full(part["label"].size, code, np.int8)))
+        accounts.append(repairs)
+    rows = {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+    train = rows["split"] == 0
+    clicks = rows["clicks"]
 
-    def make_schema():
-        features = []
-        for key, encoder in encoders.items():
-            group, name = key.split("_", 1)
-            features.append(Feature(name, group) if group == "num" else Feature(name, group, encoder.size, d))
-        order = {"hist": 0, "user": 1, "cand": 2, "ctx": 3, "num": 4}
-        features.sort(key=lambda f: order[f.group])
-        return Schema(features=features, sequence_length=length)
+    def values(column):  # fit_ids' (tokens, codes, fitted on) of a column
+        return list(tokens[column].index), rows[column], train
 
-    tabular.build_table(
-        [(file, code) for code, file in enumerate(files)], delimiter=",", num_fields=len(ADS_HEADER),
-        header=ADS_HEADER, parse=_parse_ads, split_of=None, encoders=encoders, out_dir=out_dir,
-        make_schema=make_schema, verbose=verbose,
-    )
+    features, sizes = {}, {}
+    for column, name in USER_FIELDS.items():
+        (features[f"user_{name}"],), sizes[f"user_{name}"], _ = tabular.fit_ids([values(column)])
+    # Ad groups and clicked ad groups share one vocabulary (a history is fitted on its newest L clicks).
+    recent = np.repeat(train, clicks) & tabular.newest(clicks, length)
+    history = list(tokens["click_sequence"].index), rows["clicked"], recent
+    (features["cand_item_id"], clicked), size, _ = tabular.fit_ids([values("adgroup_id"), history])
+    features["hist_item_id"] = tabular.padded(clicked, clicks, length)
+    sizes.update(hist_item_id=size, cand_item_id=size)
+    for column, name in CAND_FIELDS.items():
+        if name != "item_id":
+            (features[f"cand_{name}"],), sizes[f"cand_{name}"], _ = tabular.fit_ids([values(column)])
+    (features["ctx_pid"],), sizes["ctx_pid"], _ = tabular.fit_ids([values("pid")])
+    hours = [str(((t or 0) + BEIJING) // 3600 % 24) for t in tabular.per_token(tokens["time_stamp"], _timestamp)]
+    (features["ctx_hour"],), sizes["ctx_hour"], _ = tabular.fit_ids([(hours, rows["time_stamp"], train)])
+    features["num_price"] = tabular.fill_mean(rows["log_price"], train)
+    features["labels"] = rows["label"]
+    for repairs, part in zip(accounts, parts):
+        repairs.finish(part["label"].size).report()
+    order = {"hist": 0, "user": 1, "cand": 2, "ctx": 3}
+    keys = sorted(sizes, key=lambda key: order[key.split("_", 1)[0]])
+    schema = Schema(features=[Feature(key.split("_", 1)[1], key.split("_", 1)[0], sizes[key], d) for key in keys]
+                    + [Feature("price", "num")], sequence_length=length)
+    info = {"repairs": " | ".join(r.summary() for r in accounts),
+            "accounting": {os.path.basename(r.path): r.accounting() for r in accounts}}
+    tabular.write(out_dir, schema, rows["split"], features, info)
 
 
 def load(path, **kwargs):
