@@ -2,6 +2,7 @@ import keras
 from keras import ops
 
 from zoo.errors import ZooError
+from zoo.layers.embedding_uniform import EmbeddingUniform
 from zoo.schema import Schema
 
 
@@ -34,6 +35,8 @@ class FeatureEmbedding(keras.layers.Layer):
     def __init__(self, schema, embeddings_initializer="uniform", **kwargs):
         super().__init__(**kwargs)
         self.schema = Schema.from_dict(schema)
+        if embeddings_initializer == "uniform":  # Keras' U(-0.05, 0.05), drawn on the host under JAX
+            embeddings_initializer = EmbeddingUniform()
         self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
         self.tables = {}
         for feature in self.schema.features:
