@@ -4,13 +4,17 @@
     python scripts/build_real_presets.py suan_userbehavior distilsuan_userbehavior \
         --path ../shared/data/taobao-userbehavior/UserBehavior.csv
 
+    python scripts/build_real_presets.py rest_movielens --calibrate --path ../shared/data/movielens-100k
+
 Each preset is one row of a table in recipes/reproduce.py (the same hyperparameters, recipe and data
 options), trained with seed 0 under the TensorFlow backend, tested on the protocol's test split, and
 saved with its fitted preprocessing (`preprocessing.json`: the vocabularies the reader fitted on the
 training data), so `zoo.datasets.load(<data>, <raw rows>, preprocessing="saved/<preset>")` turns a
 user's raw rows into batches this preset scores, without refitting. The data never enters the
 repository: MovieLens and Taobao UserBehavior are for research use under their own terms (see the
-preset's metadata.json).
+preset's metadata.json). `--calibrate` then fits Platt scaling on the protocol's validation split
+(`python -m zoo calibrate`, kept only where it lowers the validation LogLoss; the recorded test metrics
+become the calibrated preset's) and recomputes the reference scores.
 """
 
 import argparse
@@ -75,6 +79,17 @@ def build(name, path, seed=0):
     shutil.rmtree(f"/tmp/zoo_real_presets/{name}", ignore_errors=True)
 
 
+def calibrate(name, path):
+    """Platt scaling of a built preset on its protocol's validation split, written into its own folder
+    (`python -m zoo calibrate`), then its reference scores recomputed."""
+    from zoo.__main__ import main as command_line
+
+    data, folder = get_table(PRESETS[name]["table"]).data, SAVED / name
+    if command_line(["calibrate", str(folder), "--data", data, "--path", str(path), "--out", str(folder)]) != 0:
+        sys.exit(f"{name}: calibration failed")
+    add_reference(folder, data, path)
+
+
 def _inference_copy(model):
     """The trained model without its optimizer (a compiled model's weights file also holds Adam's moments)."""
     copy = type(model).from_config(model.get_config())
@@ -130,6 +145,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="+", help=f"presets to build ({', '.join(PRESETS)})")
     parser.add_argument("--path", required=True, help="the data set's raw file or folder")
+    parser.add_argument("--calibrate", action="store_true",
+                        help="(re)calibrate a built preset on its validation split, then its reference scores")
     parser.add_argument("--reference-only", action="store_true",
                         help="only (re)compute the reference scores of a built preset")
     args = parser.parse_args(argv)
@@ -140,8 +157,11 @@ def main(argv=None):
             sys.exit(f"unknown preset '{name}' (known: {', '.join(PRESETS)})")
         if args.reference_only:
             add_reference(SAVED / name, get_table(PRESETS[name]["table"]).data, args.path)
+        elif args.calibrate:
+            calibrate(name, args.path)
         else:
             build(name, args.path)
+            calibrate(name, args.path)
 
 
 if __name__ == "__main__":
