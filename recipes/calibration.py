@@ -33,11 +33,24 @@ def mean_logloss(labels, scores):
     return _loss(np.asarray(labels, np.float64), _logit(scores))
 
 
-def fit_calibration(labels, scores, method="platt", max_steps=100, tolerance=1e-10):
+def fit_calibration(labels, scores, method="platt"):
     """The calibration {"method", "slope", "intercept"} minimising the log loss of
     sigmoid(a * logit(scores) + b) against `labels` (0/1): Platt scaling fits a and b, temperature scaling
     a = 1/T alone (b = 0). One-line ZooError when the rows cannot identify it (no rows, labels not 0/1,
     one class only) or when the best slope is not positive (scores that rank worse than chance)."""
+    slope, intercept = _maximum_likelihood(labels, scores, method)
+    if slope <= 0:
+        raise ZooError(_worse_than_chance(slope))
+    return {"method": method, "slope": slope, "intercept": intercept}
+
+
+def _worse_than_chance(slope):
+    return (f"calibration: the best slope on these rows is {slope:.4g} (<= 0): the scores rank no better than "
+            "chance there, so no monotone calibration helps")
+
+
+def _maximum_likelihood(labels, scores, method, max_steps=100, tolerance=1e-10):
+    """(a, b) of the least log loss (b = 0 for temperature scaling), a of any sign."""
     if method not in METHODS:
         raise ZooError(f"calibration method is {method!r}; it must be one of {', '.join(map(repr, METHODS))}")
     labels = np.asarray(labels, np.float64).reshape(-1)
@@ -68,13 +81,7 @@ def fit_calibration(labels, scores, method="platt", max_steps=100, tolerance=1e-
         theta, improvement, loss = candidate, loss - new_loss, new_loss
         if improvement < tolerance:
             break
-    slope, intercept = float(theta[0]), float(theta[1]) if method == "platt" else 0.0
-    if slope <= 0:
-        raise ZooError(
-            f"calibration: the best slope on these rows is {slope:.4g} (<= 0): the scores rank no better than "
-            "chance there, so no monotone calibration helps"
-        )
-    return {"method": method, "slope": slope, "intercept": intercept}
+    return float(theta[0]), (float(theta[1]) if method == "platt" else 0.0)
 
 
 def apply_calibration(calibration, scores):
@@ -91,7 +98,9 @@ def calibrate(model, val, method="platt", user_key="user_user_id", verbose=0, ke
     copy is returned when its validation LogLoss is lower than the uncalibrated model's (`keep=
     "if_better"`, the default) or always (`keep="always"`); otherwise the uncalibrated model. report:
     {"method", "slope", "intercept", "rows", "logloss_before", "logloss_after", "ece_before", "ece_after",
-    "kept"} (ECE over `zoo.recipes.metrics.calibration`'s bins).
+    "kept"} (ECE over `zoo.recipes.metrics.calibration`'s bins). Scores that rank worse than chance on
+    `val` (the best slope <= 0, a model barely trained) are not calibrated: with "if_better" the
+    uncalibrated model is returned, its report saying why ("reason"); with "always" a ZooError.
     """
     from zoo.recipes.evaluate import predict_rows
     from zoo.recipes.metrics import calibration as reliability
@@ -100,7 +109,16 @@ def calibrate(model, val, method="platt", user_key="user_user_id", verbose=0, ke
         raise ZooError(f"calibrate keep is {keep!r}; it must be 'if_better' or 'always'")
     base = model.with_calibration(None) if model.calibration is not None else model
     labels, scores, _ = predict_rows(base, val, user_key, verbose)
-    fitted = fit_calibration(labels, scores, method)
+    slope, intercept = _maximum_likelihood(labels, scores, method)
+    if slope <= 0:
+        if keep == "always":
+            raise ZooError(_worse_than_chance(slope))
+        before = mean_logloss(labels, scores)
+        ece = reliability(labels, scores)["ece"]
+        return base, {"method": method, "slope": slope, "intercept": intercept, "rows": int(len(labels)),
+                      "logloss_before": before, "logloss_after": before, "ece_before": ece, "ece_after": ece,
+                      "kept": False, "reason": _worse_than_chance(slope)}
+    fitted = {"method": method, "slope": slope, "intercept": intercept}
     calibrated = apply_calibration(fitted, scores)
     before, after = mean_logloss(labels, scores), mean_logloss(labels, calibrated)
     kept = keep == "always" or after < before

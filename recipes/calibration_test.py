@@ -120,6 +120,13 @@ class CalibrateModelTest(TestCase):
         self.assertTrue(report["kept"])
         with self.assertRaisesRegex(ZooError, "keep is 'sometimes'"):
             calibrate(model, val, keep="sometimes")
+        flipped = val.map(lambda x, y: (x, 1 - y))  # scores that rank worse than chance: no calibration helps
+        same, report = calibrate(model, flipped)
+        self.assertIs(same, model)
+        self.assertFalse(report["kept"])
+        self.assertRegex(report["reason"], r"best slope on these rows is -")
+        with self.assertRaisesRegex(ZooError, "best slope on these rows is -"):
+            calibrate(model, flipped, keep="always")
 
     def test_fit_refuses_a_calibrated_model(self):
         _, copy = self.calibrated("din")

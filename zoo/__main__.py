@@ -350,7 +350,8 @@ def _fit(args):
         if calibration is not None:
                 print(f"{args.calibrate}: slope {calibration['slope']:.4f}, intercept {calibration['intercept']:.4f}: "
                   f"validation LogLoss {calibration['logloss_before']:.5f} -> {calibration['logloss_after']:.5f}; "
-                  + ("kept" if calibration["kept"] else "not kept (it does not lower the LogLoss)"))
+                  + ("kept" if calibration["kept"]
+                     else f"not kept ({calibration.get('reason') or 'it does not lower the LogLoss'})"))
     print("scoring the validation split")
     report = zoo.recipes.evaluate(
         model, plain_val, report_path=os.path.join(args.out, "report.json"), plots_dir=args.out,
@@ -491,7 +492,8 @@ def _calibrate(args):
     print(f"{args.method}: slope {report['slope']:.4f}, intercept {report['intercept']:.4f} on {report['rows']:,} "
           f"{split if split != 'all' else args.data} rows: LogLoss {before:.5f} -> {after:.5f}, ECE "
           f"{report['ece_before']:.4f} -> {report['ece_after']:.4f}; "
-          + ("kept" if report["kept"] else "not kept: it does not lower the LogLoss; the preset is saved uncalibrated"))
+          + ("kept" if report["kept"] else f"not kept ({report.get('reason') or 'it does not lower the LogLoss'}); "
+                                         "the preset is saved uncalibrated"))
     metadata = presets.read_metadata(folder)
     computed = {"date", "zoo_version", "keras_version", "backend", "parameters"}  # save() writes these afresh
     metadata = {k: v for k, v in metadata.items() if k not in computed and not k.endswith("_sha256")}
