@@ -151,7 +151,7 @@ def load(name, path, *, protocol=None, split=None, batch_size=256, shuffle=None,
             both need `num_candidates` (m2); `with_weights=True` adds weights [B, m2] (0 on the slots
             that repeat a short group's samples). See zoo.datasets.pipeline.
         cache_dir: where processed data is cached (default $ZOO_DATA_CACHE or ~/.cache/zoo/datasets).
-        verbose: "auto" shows progress on large files; True/False force it.
+        verbose: False keeps the per-file account (rows read = kept + repaired + dropped) quiet; "auto" and True print it.
         with_info: also return the reader's info dict (row counts, sample_rate, fitted sizes, the account
             of every raw file's rows in info["accounting"], unknown ids in scoring mode).
         preprocessing: a fitted preprocessing (the dict of `prepare(...).preprocessing()`, or its
