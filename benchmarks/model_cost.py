@@ -9,8 +9,15 @@ behaviour simulator's schema with histories of L behaviours (embedding 8, one ca
 XLA's own count (`cost_analysis()` of the jitted inference forward pass at the benchmark batch,
 divided by the batch): matrix products and elementwise work as XLA compiles them. Training
 samples/s: `train_on_batch` (Adam, binary cross-entropy) on one fixed batch, the median of `--steps`
-steps after two warm-up steps (compilation excluded; its time is printed separately). The last
-column is the ratio to DIN's samples/s measured in the same run.
+steps after two warm-up steps (compilation excluded; its time is printed separately). The
+"vs din" column is the ratio to DIN's samples/s measured in the same run.
+
+How close to the machine: the run first measures this machine's float32 matrix-product rate (a jitted
+1024 x 1024 x 1024 product, the best of 20, XLA under JAX), then prints each model's achieved training
+GFLOP/s, taken as 3 x the forward FLOPs per sample x samples/s (a backward pass costs about twice the
+forward one), and that as a fraction of the matmul rate ("of peak"). Embedding gathers, softmaxes and
+Python dispatch do few FLOPs, so small models sit far below the rate: the column shows where time goes
+into anything but arithmetic.
 """
 
 import argparse
@@ -46,6 +53,21 @@ def xla_flops(model, features):
     return float(analysis.get("flops", float("nan")))
 
 
+def matmul_rate(size=1024, repeats=20):
+    """This machine's float32 matrix-product rate (FLOP/s) under XLA: the best of `repeats` products."""
+    import time
+
+    a = jax.numpy.ones((size, size), "float32")
+    product = jax.jit(lambda x, y: x @ y)
+    product(a, a).block_until_ready()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        product(a, a).block_until_ready()
+        best = min(best, time.perf_counter() - start)
+    return 2 * size**3 / best
+
+
 def measure(name, simulator, batch_size, steps):
     keras.utils.set_random_seed(0)
     model = zoo.get(name, schema=simulator.schema, **preset_hyperparameters(name))
@@ -70,12 +92,17 @@ def main():
     simulator = BehaviourSimulator(sequence_length=args.length, timeline_length=args.length + 50, num_users=200)
     print(f"backend {keras.backend.backend()}, L = {args.length}, batch {args.batch_size}, "
           f"{os.cpu_count()} CPU cores; sizes of each model's default preset")
-    print(f"{'model':<18}{'parameters':>12}{'MFLOPs/sample':>15}{'samples/s':>11}{'compile s':>11}{'vs din':>8}")
+    peak = matmul_rate()
+    print(f"float32 matmul rate here (1024^3, XLA): {peak / 1e9:.1f} GFLOP/s")
+    print(f"{'model':<18}{'parameters':>12}{'MFLOPs/sample':>15}{'samples/s':>11}{'compile s':>11}{'vs din':>8}"
+          f"{'train GFLOP/s':>15}{'of peak':>9}")
     rows = {name: measure(name, simulator, args.batch_size, args.steps) for name in names}
     base = rows["din"]["samples_per_second"]
     for name, row in rows.items():
+        achieved = 3 * row["flops"] * row["samples_per_second"]
         print(f"{name:<18}{row['parameters']:>12,}{row['flops'] / 1e6:>15.2f}{row['samples_per_second']:>11.0f}"
-              f"{row['compile_seconds']:>11.1f}{row['samples_per_second'] / base:>8.2f}")
+              f"{row['compile_seconds']:>11.1f}{row['samples_per_second'] / base:>8.2f}{achieved / 1e9:>15.2f}"
+              f"{achieved / peak:>9.1%}")
 
 
 if __name__ == "__main__":
