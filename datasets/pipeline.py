@@ -1,8 +1,10 @@
 """tf.data pipelines over a processed data set, in the input contract.
 
-Batches are assembled in NumPy from the memory-mapped cache (one vectorised gather per batch), then
-handed to tf.data (`from_generator`, prefetched), so the same pipeline feeds Keras under the
-TensorFlow, JAX and torch backends.
+Batches are assembled in NumPy from the memory-mapped cache (one vectorised gather per batch) inside
+tf.data: a generator yields each batch's row indices (the epoch's seeded shuffle), and a parallel
+`map` (`num_parallel_calls`, default AUTOTUNE: several batches gathered at once on several threads,
+NumPy releasing the GIL in its copies; `deterministic`, so the order is the generator's) turns them
+into arrays, prefetched; the same pipeline feeds Keras under the TensorFlow, JAX and torch backends.
 
 Modes:
 - `None` (default): M = 1; yields (features, labels [B, 1]).
@@ -52,9 +54,10 @@ def _cast(schema, features, num_candidates):
 
 
 def make_dataset(processed, split, *, batch_size=256, shuffle=None, seed=0, mode=None, num_candidates=None,
-                 with_weights=False, drop_remainder=False, repeat=False):
+                 with_weights=False, drop_remainder=False, repeat=False, num_parallel_calls=None):
     """A batched, shuffled (train by default), prefetched tf.data.Dataset of one split.
 
+    `num_parallel_calls`: batches gathered at once (default tf.data.AUTOTUNE; 1 gathers one at a time).
     Returns (dataset, schema); in group modes the schema has num_candidates = m2.
     """
     import tensorflow as tf
@@ -79,23 +82,34 @@ def make_dataset(processed, split, *, batch_size=256, shuffle=None, seed=0, mode
         schema = schema.with_candidates(m)
     rng = np.random.default_rng(seed)
 
-    def generate():
+    def batch_indices():
         order = rng.permutation(total) if shuffle else np.arange(total)
         stop = total - total % batch_size if drop_remainder else total
         for begin in range(0, stop, batch_size):
-            index = order[begin : begin + batch_size]
-            if mode is None:
-                features, labels = processed.take(split, index)
-                yield _cast(schema, features, 1), labels.astype("float32")
-            else:
-                features, labels, weights = processed.take_groups(split, groups[index], mode)
-                if with_weights:
-                    yield _cast(schema, features, m), labels, weights
-                else:
-                    yield _cast(schema, features, m), labels
+            yield order[begin : begin + batch_size]
 
     signature = _signature(schema, m, with_weights)
-    dataset = tf.data.Dataset.from_generator(generate, output_signature=signature)
+    flat_signature = tf.nest.flatten(signature)
+
+    def gather(index):  # NumPy, on a tf.data thread: the batch of these rows, flattened as the signature
+        if mode is None:
+            features, labels = processed.take(split, index)
+            batch = (_cast(schema, features, 1), labels.astype("float32"))
+        else:
+            features, labels, weights = processed.take_groups(split, groups[index], mode)
+            batch = (_cast(schema, features, m), labels, weights) if with_weights else (_cast(schema, features, m), labels)
+        # the signature's dtypes, as from_generator converted them (numpy_function would refuse another)
+        return [np.asarray(value, spec.dtype.as_numpy_dtype) for value, spec in zip(tf.nest.flatten(batch), flat_signature)]
+
+    def to_batch(index):
+        flat = tf.numpy_function(gather, [index], [spec.dtype for spec in flat_signature], stateful=False)
+        for tensor, spec in zip(flat, flat_signature):
+            tensor.set_shape(spec.shape)
+        return tf.nest.pack_sequence_as(signature, flat)
+
+    indices = tf.data.Dataset.from_generator(batch_indices, output_signature=tf.TensorSpec([None], tf.int64))
+    calls = tf.data.AUTOTUNE if num_parallel_calls is None else num_parallel_calls
+    dataset = indices.map(to_batch, num_parallel_calls=calls, deterministic=True)
     if repeat:
         dataset = dataset.repeat()
     else:  # the number of batches is known: no one has to count them by a pass over the data
