@@ -4,8 +4,61 @@ import keras
 from keras import ops
 
 from zoo.errors import ZooError
-from zoo.layers.masked_softmax import masked_softmax
+from zoo.layers.masked_softmax import NEG_INF, masked_softmax
 from zoo.layers.relative_attention_bias import RelativeAttentionBias
+
+
+# The banded formulation runs several times the kernels of the masked one (the window blocks, each
+# dilated chunk, the merged softmax). On the 2-core CPU the zoo is developed on, at batch 8, those cost
+# about what 7,000-22,000 pairs per row cost (benchmarks/suan_training_step.py, L = 100-400: banded
+# loses at L = 100, r = 8 and ties or wins at L = 200, r = 2 under TensorFlow and torch), so it must
+# save at least this many pairs of the dense product to be built.
+BANDED_MIN_SAVING = 16384
+# The dilated part's chunk: n slots per residue class in ceil(n / DILATED_CHUNK) equal chunks (at
+# L = 1000, r = 2 and 8, chunks of 32-64 slots measured 1.2-2x faster than one chunk of n).
+DILATED_CHUNK = 64
+
+
+def _banded_blocks(length, window):
+    """(front padding, blocks) of the window part: L padded to blocks of k queries."""
+    pad = (-length) % window
+    return pad, (length + pad) // window
+
+
+def _dilated_chunks(length, dilation):
+    """(front padding, slots n, chunk c) of the dilated part: L padded to r residue classes of n slots,
+    n a multiple of the chunk c."""
+    slots = -(-length // dilation)
+    chunk = -(-slots // -(-slots // DILATED_CHUNK))
+    slots = -(-slots // chunk) * chunk
+    return slots * dilation - length, slots, chunk
+
+
+def attention_pairs(length, window_size, dilation, formulation="masked"):
+    """Query-key pairs of one row's history attention: those a formulation computes ("masked": every
+    pair, "banded": see `SuanSelfAttention`) or those the pattern allows ("allowed", causal included)."""
+    if formulation == "masked":
+        return length * length
+    if formulation == "allowed":
+        if window_size is None:
+            return length * (length + 1) // 2
+        near = sum(min(i + 1, window_size) for i in range(length))
+        first_far = -(-window_size // dilation)  # the nearest dilated key beyond the window: r * first_far
+        return near + sum(max(i // dilation - first_far + 1, 0) for i in range(length))
+    _, blocks = _banded_blocks(length, window_size)
+    _, slots, chunk = _dilated_chunks(length, dilation)
+    chunks = slots // chunk
+    return blocks * window_size * 2 * window_size + dilation * chunk * chunk * chunks * (chunks + 1) // 2
+
+
+def choose_formulation(length, window_size, dilation):
+    """The formulation a layer builds: "masked" for full attention; for sparse attention "banded" where
+    it computes at least BANDED_MIN_SAVING fewer pairs per row than the dense [L, L] product, else
+    "masked" (the same kernels as full attention, under the sparse mask)."""
+    if window_size is None:
+        return "masked"
+    saved = length * length - attention_pairs(length, window_size, dilation, "banded")
+    return "banded" if saved >= BANDED_MIN_SAVING else "masked"
 
 
 def candidate_key_slots(length, window_size, dilation):
@@ -42,10 +95,16 @@ class SuanSelfAttention(keras.layers.Layer):
     common reference, as integers (float times work under a float32 policy; under mixed precision
     Keras casts float inputs to float16, which cannot hold them).
 
-    Sparse attention computes only the allowed pairs, O(L (k + L/r)): the window part as banded
-    blocks of k queries against their own and the previous block of keys, the dilated part as r
-    residue classes (a strided reshape), each a causal attention over L/r slots; one softmax runs over
-    both parts.
+    The history attention has two formulations with one result, chosen when the layer is built
+    (`formulation`, see `choose_formulation`; `attention_pairs` counts what each computes):
+      - "masked": every query against every key, [B, H, L, L], under the pattern: full attention, and
+        sparse attention where L is short (L = 50 with k = 8), where the banded formulation's extra
+        kernels would cost more than the pairs it saves;
+      - "banded": only the neighbourhood of the allowed pairs, about L (2k + L / 2r) instead of L^2 (the
+        paper's O(L (k + L/r))): the window part as blocks of k queries against their own and the
+        previous block of keys, the dilated part as r residue classes (a strided reshape), each a
+        causal attention over n = L/r slots in chunks of c query slots against the slots up to their
+        chunk's end; one softmax spans both parts.
 
     Args:
         num_heads: h.
@@ -77,6 +136,10 @@ class SuanSelfAttention(keras.layers.Layer):
             )
         self.relative_bias = relative_bias
         self.candidate_slots = candidate_key_slots(self.sequence_length, self.window_size, self.dilation)
+        self.formulation = choose_formulation(self.sequence_length, self.window_size, self.dilation)
+        if self.window_size is not None:
+            self.window_layout = _banded_blocks(self.sequence_length, self.window_size)
+            self.dilated_layout = _dilated_chunks(self.sequence_length, self.dilation)
 
     def build(self, input_shape):
         d = int(input_shape[-1])
@@ -107,30 +170,40 @@ class SuanSelfAttention(keras.layers.Layer):
     def attend_history(self, history, history_valid, history_times):
         """History self-attention. Returns (E_self of the history [B, L, d], keys, values)."""
         q, k, v = (self._heads(history, w) for w in (self.query_kernel, self.key_kernel, self.value_kernel))
-        if self.window_size is None:
-            out = self._full(q, k, v, history_valid, history_times)
+        if self.formulation == "banded":
+            out = self._banded(q, k, v, history_valid, history_times)
         else:
-            out = self._sparse(q, k, v, history_valid, history_times)
+            out = self._masked(q, k, v, history_valid, history_times)
         return self._merge(out), k, v
 
-    def _full(self, q, k, v, valid, times):
-        length = self.sequence_length
-        positions = ops.arange(length, dtype="int32")
-        causal = positions[:, None] >= positions[None, :]  # [L, L]
-        allowed = ops.logical_and(causal[None, None], valid[:, None, None, :])  # [B, 1, L, L]
+    def _masked(self, q, k, v, valid, times):
+        """Every query against every key, [B, H, L, L], under the pattern and the key padding."""
+        positions = ops.arange(self.sequence_length, dtype="int32")
+        allowed = ops.logical_and(self._pattern(positions)[None, None], valid[:, None, None, :])  # [B, 1, L, L]
         bias = self.relative_bias(positions[:, None], positions[None, :], times[:, :, None], times[:, None, :])
         logits = ops.einsum("bqhd,bkhd->bhqk", q, k) * self._scale() + bias[:, None]
         return ops.einsum("bhqk,bkhd->bqhd", masked_softmax(logits, allowed), v)
 
-    def _sparse(self, q, k, v, valid, times):
-        length, window, r = self.sequence_length, self.window_size, self.dilation
-        batch = -1
-        heads, dh = self.num_heads, self.head_dim
+    def _pattern(self, positions):
+        """pattern [L, L]: query i may attend key j (causal; sparse: local window or dilation grid)."""
+        offset = positions[:, None] - positions[None, :]  # i - j
+        causal = offset >= 0
+        if self.window_size is None:
+            return causal
+        return ops.logical_and(causal, ops.logical_or(offset < self.window_size, offset % self.dilation == 0))
+
+    def _banded(self, q, k, v, valid, times):
+        """The window part as blocks of k queries against their own and the previous block of keys; the
+        dilated part as r residue classes (a strided reshape), each a causal attention over n = L / r
+        slots, in chunks of c query slots against the key slots up to their chunk's end. One softmax
+        spans both parts: each part's row maxima and sums are merged in query order."""
+        window, r = self.window_size, self.dilation
+        batch, heads, dh = -1, self.num_heads, self.head_dim
+        q = q * self._scale()
         valid = ops.cast(valid, "float32")  # padded and reshaped as 0/1
 
-        # Window part: blocks of `window` queries against [previous block, own block] of keys.
-        pad_w = (-length) % window
-        blocks = (length + pad_w) // window
+        # Window part (0 <= i - j < k): query block b against key blocks [b - 1, b].
+        pad_w, blocks = self.window_layout
 
         def blocked(x, fill):  # [B, L, ...] -> [B, nb, k, ...] (front-padded)
             x = ops.pad(x, [(0, 0), (pad_w, 0)] + [(0, 0)] * (len(x.shape) - 2), constant_values=fill)
@@ -140,61 +213,73 @@ class SuanSelfAttention(keras.layers.Layer):
             previous = ops.concatenate([ops.zeros_like(x[:, :1]), x[:, :-1]], axis=1)
             return ops.concatenate([previous, x], axis=2)
 
-        qw = blocked(q, 0.0)
-        kw, vw = with_previous(blocked(k, 0.0)), with_previous(blocked(v, 0.0))
+        qw, kw, vw = blocked(q, 0.0), with_previous(blocked(k, 0.0)), with_previous(blocked(v, 0.0))
         tq = blocked(times, 0)
         tk = with_previous(tq)
-        valid_k = with_previous(blocked(valid, 0.0)) > 0.5  # [B, nb, 2k]
+        valid_w = with_previous(blocked(valid, 0.0)) > 0.5  # [B, nb, 2k]
         a = ops.arange(window, dtype="int32")[:, None]
         c = ops.arange(2 * window, dtype="int32")[None, :]
         offset = window + a - c  # i - j for query a of a block and key c of [previous, own]
         band = ops.logical_and(offset >= 0, offset < window)  # [k, 2k]
-        allowed_w = ops.logical_and(band[None, None], valid_k[:, :, None, :])  # [B, nb, k, 2k]
+        allowed_w = ops.logical_and(band[None, None], valid_w[:, :, None, :])[:, :, None]  # [B, nb, 1, k, 2k]
         block_start = ops.arange(blocks, dtype="int32")[:, None, None] * window
-        pos_q, pos_k = block_start + a[None], block_start - window + c[None]
-        bias_w = self.relative_bias(pos_q, pos_k, tq[..., None], tk[:, :, None, :])  # [B, nb, k, 2k]
-        logits_w = ops.einsum("bnqhd,bnkhd->bhnqk", qw, kw) * self._scale() + bias_w[:, None]
-        logits_w = ops.reshape(logits_w, (batch, heads, blocks * window, 2 * window))[:, :, pad_w:]
-        allowed_w = ops.reshape(allowed_w, (batch, 1, blocks * window, 2 * window))[:, :, pad_w:]
+        bias_w = self.relative_bias(block_start + a[None], block_start - window + c[None], tq[..., None],
+                                    tk[:, :, None, :])  # [B, nb, k, 2k]
+        logits_w = ops.einsum("bnqhd,bnkhd->bnhqk", qw, kw) + bias_w[:, :, None]
+        logits_w = ops.where(allowed_w, ops.cast(logits_w, "float32"), NEG_INF)  # [B, nb, H, k, 2k]
 
-        # Dilated part: residue classes i mod r, each a causal attention over n = L / r slots,
-        # keeping only i - j >= k (nearer keys belong to the window part).
-        pad_d = (-length) % r
-        n = (length + pad_d) // r
+        # Dilated part ((i - j) mod r = 0, i - j >= k): residue class i mod r, slot m = i // r, the
+        # slots front-padded to n = chunks * c; query chunk [s, s + c) against key slots [0, s + c).
+        pad_d, slots, chunk = self.dilated_layout
+        starts = range(0, slots, chunk)
 
         def strided(x, fill):  # [B, L, ...] -> [B, r, n, ...]
             x = ops.pad(x, [(0, 0), (pad_d, 0)] + [(0, 0)] * (len(x.shape) - 2), constant_values=fill)
-            x = ops.reshape(x, (batch, n, r) + tuple(x.shape[2:]))
-            return ops.moveaxis(x, 2, 1)
+            return ops.moveaxis(ops.reshape(x, (batch, slots, r) + tuple(x.shape[2:])), 2, 1)
 
         qd, kd, vd = strided(q, 0.0), strided(k, 0.0), strided(v, 0.0)
         td, valid_d = strided(times, 0), strided(valid, 0.0) > 0.5
-        m = ops.arange(n, dtype="int32")
-        far = (m[:, None] - m[None, :]) * r >= window  # [n, n]
-        allowed_d = ops.logical_and(far[None, None], valid_d[:, :, None, :])  # [B, r, n, n]
-        pos_d = m * r
-        bias_d = self.relative_bias(pos_d[:, None], pos_d[None, :], td[..., None], td[:, :, None, :])
-        logits_d = ops.einsum("brqhd,brkhd->bhrqk", qd, kd) * self._scale() + bias_d[:, None]
+        m = ops.arange(slots, dtype="int32")
+        logits_d = []
+        for s in starts:
+            mq, mk = m[s : s + chunk], m[: s + chunk]
+            far = (mq[:, None] - mk[None, :]) * r >= window  # [c, s + c]
+            allowed = ops.logical_and(far[None, None], valid_d[:, :, None, : s + chunk])[:, :, None]
+            bias_d = self.relative_bias(mq[:, None] * r, mk[None, :] * r, td[:, :, s : s + chunk, None],
+                                        td[:, :, None, : s + chunk])  # [B, r, c, s + c]
+            logits = ops.einsum("brqhd,brkhd->brhqk", qd[:, :, s : s + chunk], kd[:, :, : s + chunk])
+            logits = logits + bias_d[:, :, None]
+            logits_d.append(ops.where(allowed, ops.cast(logits, "float32"), NEG_INF))  # [B, r, H, c, s + c]
 
-        def to_query_order(x):  # [B, X, r, n, n] -> [B, X, L, n]
-            x = ops.moveaxis(x, 2, 3)
-            return ops.reshape(x, (batch, x.shape[1], n * r, n))[:, :, pad_d:]
+        # One softmax over both parts, per query: exp(logit - top) / total.
+        def window_to_queries(x):  # [B, nb, H, k] -> [B, L, H]
+            return ops.reshape(ops.moveaxis(x, 2, 3), (batch, blocks * window, heads))[:, pad_w:]
 
-        logits = ops.concatenate([logits_w, to_query_order(logits_d)], axis=-1)
-        allowed = ops.concatenate([allowed_w, to_query_order(allowed_d[:, None])], axis=-1)
-        probs = masked_softmax(logits, allowed)  # [B, H, L, 2k + n]
-        probs_w, probs_d = probs[..., : 2 * window], probs[..., 2 * window :]
+        def dilated_to_queries(parts):  # chunks of [B, r, H, c] -> [B, L, H]
+            x = ops.transpose(ops.concatenate(parts, axis=3), (0, 3, 1, 2))  # [B, n, r, H]
+            return ops.reshape(x, (batch, slots * r, heads))[:, pad_d:]
 
-        probs_w = ops.pad(probs_w, [(0, 0), (0, 0), (pad_w, 0), (0, 0)])
-        probs_w = ops.reshape(probs_w, (batch, heads, blocks, window, 2 * window))
-        out_w = ops.einsum("bhnqk,bnkhd->bnqhd", probs_w, vw)
+        top = ops.maximum(window_to_queries(ops.max(logits_w, axis=-1)),
+                          dilated_to_queries([ops.max(x, axis=-1) for x in logits_d]))
+        # Any shift gives the same softmax (no gradient); at least NEG_INF / 2, so that a query with no
+        # allowed key has every exp 0 (a total of 0: all-zero weights, as masked_softmax gives).
+        top = ops.stop_gradient(ops.maximum(top, NEG_INF / 2))
+        top_w = ops.reshape(ops.pad(top, [(0, 0), (pad_w, 0), (0, 0)]), (batch, blocks, window, heads))
+        top_w = ops.moveaxis(top_w, 3, 2)[..., None]  # [B, nb, H, k, 1]
+        top_d = ops.reshape(ops.pad(top, [(0, 0), (pad_d, 0), (0, 0)]), (batch, slots, r, heads))
+        top_d = ops.transpose(top_d, (0, 2, 3, 1))  # [B, r, H, n]
+        exp_w = ops.exp(logits_w - top_w)
+        exp_d = [ops.exp(x - top_d[:, :, :, s : s + chunk, None]) for s, x in zip(starts, logits_d)]
+        total = window_to_queries(ops.sum(exp_w, axis=-1)) + dilated_to_queries([ops.sum(x, axis=-1) for x in exp_d])
+
+        out_w = ops.einsum("bnhqk,bnkhd->bnqhd", ops.cast(exp_w, q.dtype), vw)
         out_w = ops.reshape(out_w, (batch, blocks * window, heads, dh))[:, pad_w:]
-
-        probs_d = ops.pad(probs_d, [(0, 0), (0, 0), (pad_d, 0), (0, 0)])
-        probs_d = ops.moveaxis(ops.reshape(probs_d, (batch, heads, n, r, n)), 3, 2)  # [B, H, r, n, n]
-        out_d = ops.einsum("bhrqk,brkhd->brqhd", probs_d, vd)
-        out_d = ops.reshape(ops.moveaxis(out_d, 1, 2), (batch, n * r, heads, dh))[:, pad_d:]
-        return out_w + out_d
+        out_d = [ops.einsum("brhqk,brkhd->brqhd", ops.cast(x, q.dtype), vd[:, :, : s + chunk])
+                 for s, x in zip(starts, exp_d)]
+        out_d = ops.moveaxis(ops.concatenate(out_d, axis=2), 1, 2)  # [B, n, r, H, d_head]
+        out_d = ops.reshape(out_d, (batch, slots * r, heads, dh))[:, pad_d:]
+        total = ops.where(total > 0, total, 1.0)[..., None]  # [B, L, H, 1]
+        return (out_w + out_d) / ops.cast(total, q.dtype)
 
     # ------------------------------------------------------------------ candidates
     def candidate_mask(self, history_mask):
