@@ -323,44 +323,53 @@ def run_in_turns(spec, backends, timeout):
     """One model under every backend: one process each, started together (imports, data and model built side by
     side), then training in turns of spec["turn_steps"] steps, one process at a time, in rotation, so that
     load from elsewhere on the machine hits every backend alike. Returns {backend: result}."""
+    commands = {b: ([sys.executable, __file__, "--worker", json.dumps(spec)], worker_env(spec, b)) for b in backends}
+    results = take_turns(commands, timeout)
+    for b, result in results.items():
+        if "error" in result:
+            results[b] = {"model": spec["model"], "backend": b, **result}
+    return results
+
+
+def take_turns(commands, timeout):
+    """Runs {side: (argv, env)} side by side: all start together (imports, data and model built at once),
+    then train in turns, one process at a time, in rotation (the protocol of Timeline: a
+    process prints PAUSE when its turn ends and waits for a line, and RESULT <json> at its end).
+    Returns {side: result}, an error in place of a result for a side that failed."""
     deadline = time.perf_counter() + timeout
-    logs = {b: tempfile.TemporaryFile(mode="w+") for b in backends}
-    procs = {
-        b: subprocess.Popen([sys.executable, __file__, "--worker", json.dumps(spec)], env=worker_env(spec, b),
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=logs[b], text=True, cwd=ROOT)
-        for b in backends
-    }
+    logs = {side: tempfile.TemporaryFile(mode="w+") for side in commands}
+    procs = {side: subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=logs[side],
+                                    text=True, cwd=ROOT) for side, (argv, env) in commands.items()}
     results = {}
 
-    def advance(b):
-        """Reads b's output until it pauses (True) or ends (False)."""
-        for line in procs[b].stdout:
+    def advance(side):
+        """Reads the side's output until it pauses (True) or ends (False)."""
+        for line in procs[side].stdout:
             if line.startswith("PAUSE"):
                 return True
             if line.startswith("RESULT "):
-                results[b] = json.loads(line[len("RESULT "):])
-        procs[b].wait()
-        if b not in results:
-            logs[b].seek(0)
-            tail = logs[b].read().strip().splitlines()[-3:]
-            results[b] = {"model": spec["model"], "backend": b, "error": " | ".join(tail)[-300:]}
+                results[side] = json.loads(line[len("RESULT "):])
+        procs[side].wait()
+        if side not in results:
+            logs[side].seek(0)
+            tail = logs[side].read().strip().splitlines()[-3:]
+            results[side] = {"error": " | ".join(tail)[-300:]}
         return False
 
     try:
-        active = [b for b in backends if advance(b)]
+        active = [side for side in commands if advance(side)]
         turn = 0
         while active:
             if time.perf_counter() > deadline:
-                for b in active:
-                    results[b] = {"model": spec["model"], "backend": b, "error": f"timed out after {timeout} s"}
+                results.update({side: {"error": f"timed out after {timeout} s"} for side in active})
                 break
-            b = active[turn % len(active)]
-            procs[b].stdin.write("GO\n")
-            procs[b].stdin.flush()
-            if advance(b):
+            side = active[turn % len(active)]
+            procs[side].stdin.write("GO\n")
+            procs[side].stdin.flush()
+            if advance(side):
                 turn += 1
             else:
-                active.remove(b)
+                active.remove(side)
     finally:
         for proc in procs.values():
             if proc.poll() is None:

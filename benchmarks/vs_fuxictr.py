@@ -59,6 +59,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+from backend_parity import Timeline  # noqa: E402  (benchmarks/; it imports no zoo code, so FuxiCTR's venv can too)
 MODELS = {"din": "DIN", "deepfm": "DeepFM", "dcnv2": "DCNv2"}  # zoo name -> FuxiCTR class
 FUXICTR_FOLDERS = {"din": "DIN", "deepfm": "DeepFM/DeepFM_torch", "dcnv2": "DCNv2"}  # in model_zoo, each with src/
 PINS = ["fuxictr==2.3.10", "torch==2.13.0", "pandas", "scikit-learn", "pyyaml", "h5py", "tqdm", "pyarrow",
@@ -147,25 +149,14 @@ def initialise_skipped_tables(model):
                 module.embedding_initializer(table.weight[1:, :] if table.padding_idx is not None else table.weight)
 
 
-class TurnClock:
-    """The FuxiCTR run's side of the turns (backend_parity's Timeline protocol): after every `turn_steps`
-    training steps (and once before the first) it prints PAUSE and waits for a line on stdin; `now()`
-    stops while it waits. It records each epoch's start and each training step's end."""
+class TurnClock(Timeline):
+    """The FuxiCTR run's side of the turns, on backend_parity's Timeline (its clock stops while the run
+    waits for its turn; PAUSE after every `turn_steps` training steps and once before the first). It
+    records each epoch's start and each training step's end."""
 
     def __init__(self, turn_steps):
-        self.turn_steps, self.steps, self.paused = turn_steps, 0, 0.0
-        self.epoch_begin, self.step_end = [], []
-
-    def now(self):
-        return time.perf_counter() - self.paused
-
-    def wait_for_turn(self):
-        if not self.turn_steps:
-            return
-        print("PAUSE", flush=True)
-        started = time.perf_counter()
-        sys.stdin.readline()
-        self.paused += time.perf_counter() - started
+        super().__init__(turn_steps)
+        self.step_end = []
 
     def watch(self, model):
         """Wraps `model`'s train_epoch and train_step (FuxiCTR's BaseModel) to record and take turns."""
@@ -310,55 +301,6 @@ def fuxictr_missing(python, zoo_folder, models):
     return None
 
 
-def take_turns(commands, timeout):
-    """Runs {side: (argv, env)} side by side: all start together (imports, data and model built at once),
-    then train in turns, one process at a time, in rotation (the protocol of backend_parity's Timeline: a
-    process prints PAUSE when its turn ends and waits for a line, and RESULT <json> at its end).
-    Returns {side: result}, an error in place of a result for a side that failed."""
-    deadline = time.perf_counter() + timeout
-    logs = {side: tempfile.TemporaryFile(mode="w+") for side in commands}
-    procs = {side: subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=logs[side],
-                                    text=True, cwd=ROOT) for side, (argv, env) in commands.items()}
-    results = {}
-
-    def advance(side):
-        """Reads the side's output until it pauses (True) or ends (False)."""
-        for line in procs[side].stdout:
-            if line.startswith("PAUSE"):
-                return True
-            if line.startswith("RESULT "):
-                results[side] = json.loads(line[len("RESULT "):])
-        procs[side].wait()
-        if side not in results:
-            logs[side].seek(0)
-            tail = logs[side].read().strip().splitlines()[-3:]
-            results[side] = {"error": " | ".join(tail)[-300:]}
-        return False
-
-    try:
-        active = [side for side in commands if advance(side)]
-        turn = 0
-        while active:
-            if time.perf_counter() > deadline:
-                results.update({side: {"error": f"timed out after {timeout} s"} for side in active})
-                break
-            side = active[turn % len(active)]
-            procs[side].stdin.write("GO\n")
-            procs[side].stdin.flush()
-            if advance(side):
-                turn += 1
-            else:
-                active.remove(side)
-    finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
-        for log in logs.values():
-            log.close()
-    return results
-
-
 RATES = (("fit_samples_per_second", "whole fit"), ("samples_per_second", "steady"))
 
 
@@ -487,7 +429,7 @@ def main(argv=None):
             order = list(commands)
             order = order[i % len(order):] + order[:i % len(order)]  # who goes first rotates from model to model
             model_started = time.perf_counter()
-            results[model] = take_turns({side: commands[side] for side in order}, args.timeout)
+            results[model] = backend_parity.take_turns({side: commands[side] for side in order}, args.timeout)
             for side in order:
                 r = results[model][side]
                 note = r.get("error") or (f"{r['fit_samples_per_second']:,.0f} samples/s whole fit, "
