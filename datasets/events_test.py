@@ -25,12 +25,17 @@ def reference(lines, delimiter):
     return index, rows
 
 
+def write_file(directory, data, name):
+    """`data` (text or bytes) written as `directory/name`; returns the path."""
+    path = os.path.join(directory, name)
+    with open(path, "wb") as f:
+        f.write(data.encode() if isinstance(data, str) else data)
+    return path
+
+
 class ReadLogTest(TestCase):
     def write(self, data, name="log.txt"):
-        path = os.path.join(self.get_temp_dir(), name)
-        with open(path, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
-        return path
+        return write_file(self.get_temp_dir(), data, name)
 
     def read(self, path, delimiter="\t", columns=RATINGS, **kwargs):
         repairs = Repairs(path)
@@ -116,10 +121,7 @@ class ReadLogKindsTest(TestCase):
     """The kinds the row-per-sample readers read (Avazu, Taobao ads, Eleme)."""
 
     def write(self, data, name="rows.csv"):
-        path = os.path.join(self.get_temp_dir(), name)
-        with open(path, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
-        return path
+        return write_file(self.get_temp_dir(), data, name)
 
     def test_text_lists_and_unread_columns(self):
         rng = np.random.default_rng(1)
