@@ -54,9 +54,11 @@ def _cast(schema, features, num_candidates):
 
 
 def make_dataset(processed, split, *, batch_size=256, shuffle=None, seed=0, mode=None, num_candidates=None,
-                 with_weights=False, drop_remainder=False, repeat=False, num_parallel_calls=None):
+                 with_weights=False, drop_remainder=False, repeat=False, num_parallel_calls=None, rows_of=None):
     """A batched, shuffled (train by default), prefetched tf.data.Dataset of one split.
 
+    `rows_of` (rank, size): only every size-th row (or group) of the split, from the rank-th: one
+    process's share in a multi-process run.
     `num_parallel_calls`: batches gathered at once (default tf.data.AUTOTUNE; 1 gathers one at a time).
     Returns (dataset, schema); in group modes the schema has num_candidates = m2.
     """
@@ -81,9 +83,11 @@ def make_dataset(processed, split, *, batch_size=256, shuffle=None, seed=0, mode
         total = groups.shape[0]
         schema = schema.with_candidates(m)
     rng = np.random.default_rng(seed)
+    mine = np.arange(total) if rows_of is None else np.arange(total)[rows_of[0] :: rows_of[1]]
+    total = mine.size
 
     def batch_indices():
-        order = rng.permutation(total) if shuffle else np.arange(total)
+        order = mine[rng.permutation(total)] if shuffle else mine
         stop = total - total % batch_size if drop_remainder else total
         for begin in range(0, stop, batch_size):
             yield order[begin : begin + batch_size]

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 
 import zoo
-from tests.testing import TestCase, small_simulator
+from tests.testing import TestCase, in_process_group, small_simulator
 from zoo.datasets import eleme, load, names, prepare
 from zoo.errors import ZooError
 
@@ -35,6 +35,24 @@ class PipelineTest(TestCase):
         model.compile(optimizer="adam", loss="binary_crossentropy")
         history = model.fit(dataset.take(1), verbose=0)  # the tf.data pipeline itself, on this backend
         self.assertTrue(np.isfinite(history.history["loss"][0]), keras.backend.backend())
+
+    def test_a_process_share_is_every_size_th_row_from_its_rank(self):
+        folder = write_ratings(self.get_temp_dir())
+        cache = self.get_temp_dir()
+
+        def rows(group, shuffle):
+            dataset, _ = load("movielens", folder, cache_dir=cache, batch_size=5, shuffle=shuffle, seed=2,
+                              sequence_length=6, process_group=group)
+            return np.concatenate([np.asarray(f["cand_time"])[:, 0] * 100 + np.asarray(f["cand_item_id"])[:, 0]
+                                   for f, _ in dataset])
+
+        everything = rows(None, False)
+        shares = in_process_group(3, lambda group: rows(group, False))
+        for rank, share in enumerate(shares):
+            self.assertEqual(share.tolist(), everything[rank::3].tolist())
+        shuffled = in_process_group(3, lambda group: rows(group, True))
+        self.assertEqual(sorted(np.concatenate(shuffled).tolist()), sorted(everything.tolist()))
+        self.assertNotEqual(shuffled[0].tolist(), shares[0].tolist())
 
     def test_parallel_mode_batches(self):
         folder = write_ratings(self.get_temp_dir())

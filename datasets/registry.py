@@ -77,7 +77,7 @@ def is_spec(name):
         isinstance(name, (str, os.PathLike)) and os.fspath(name).lower().endswith(".json"))
 
 
-def _prepare_spec(spec, path, cache_dir, verbose, preprocessing, protocol, options):
+def _prepare_spec(spec, path, cache_dir, verbose, preprocessing, protocol, options, group=None):
     """The processed data of a user's log under a data spec (fitted), or under a fitted state that
     carries one (scoring mode)."""
     from zoo.datasets import spec_engine, spec_reading
@@ -97,26 +97,31 @@ def _prepare_spec(spec, path, cache_dir, verbose, preprocessing, protocol, optio
         spec = DataSpec.read(spec)
     files = spec_reading.source_files(path, spec.source["format"])
     identity = {"spec": spec.to_dict()}
+    if group is not None and group.size > 1:
+        identity["process"] = [group.rank, group.size]  # this process's shards of the files
     if fitted is not None:
         identity["preprocessing"] = hashlib.sha1(json.dumps(fitted, sort_keys=True).encode()).hexdigest()
     key = storage.cache_key(files, "spec", "spec", identity)
     directory = storage.cached(
         cache_dir or storage.default_cache_dir(), "spec", "spec", key,
-        lambda out: spec_engine.build(spec, files, out, verbose, fitted=fitted),
+        lambda out: spec_engine.build(spec, files, out, verbose, fitted=fitted, group=group),
     )
     return storage.open_processed(directory)
 
 
-def prepare(name, path, *, protocol=None, cache_dir=None, verbose="auto", preprocessing=None, **options):
+def prepare(name, path, *, protocol=None, cache_dir=None, verbose="auto", preprocessing=None, process_group=None,
+            **options):
     """The processed data set (read from the cache, or built and cached): a storage.Table/Events.
 
     `name` is a data set's name (`names()`) or a data spec (zoo.datasets.spec: a dict, a DataSpec or a
     .json file) for a user's own log. With `preprocessing` (a fitted state, or its preprocessing.json file
     or folder such as a preset's: see zoo.datasets.fitted), the fit is applied instead of made: scoring
-    mode, one split "all" (a state fitted from a data spec carries its spec: `name` may then be None)."""
+    mode, one split "all" (a state fitted from a data spec carries its spec: `name` may then be None).
+    `process_group` (zoo.datasets.ProcessGroup): with a data spec, this process's shards only, under the fit
+    made over every process's rows (zoo.datasets.spec_engine.build)."""
     state = None if preprocessing is None else read_preprocessing(preprocessing)
     if (name is None and state is not None and "spec" in state) or (name is not None and is_spec(name)):
-        return _prepare_spec(name, path, cache_dir, verbose, state, protocol, options)
+        return _prepare_spec(name, path, cache_dir, verbose, state, protocol, options, process_group)
     if name is None and state is not None:
         name = state["dataset"]  # a reader's fit names its data set
     if name is None:
@@ -136,7 +141,7 @@ def prepare(name, path, *, protocol=None, cache_dir=None, verbose="auto", prepro
 
 def load(name, path, *, protocol=None, split=None, batch_size=256, shuffle=None, seed=0, mode=None,
          num_candidates=None, with_weights=False, drop_remainder=False, repeat=False, cache_dir=None, verbose="auto",
-         with_info=False, preprocessing=None, **options):
+         with_info=False, preprocessing=None, process_group=None, **options):
     """A data set's split as a tf.data pipeline in the input contract: (dataset, schema[, info]).
 
     Args:
@@ -158,6 +163,11 @@ def load(name, path, *, protocol=None, split=None, batch_size=256, shuffle=None,
             preprocessing.json file or folder) to apply instead of fitting: scoring mode, in which every
             row of the file is a sample of split "all" (movielens, amazon_books, taobao/suan; each reader
             module says what its scoring mode keeps and skips).
+        process_group: a zoo.datasets.ProcessGroup of several processes (a multi-worker run:
+            `ProcessGroup.jax()`): each process gets its own share. A data spec's shard files are split
+            between the processes (each reads only its own; the fit is made over all of them, exchanged
+            between the processes); a named data set's single file is read whole by each, which then
+            batches every size-th row from its rank.
         **options: the protocol's options (see the reader module's OPTIONS).
     """
     if split is None:
@@ -168,11 +178,15 @@ def load(name, path, *, protocol=None, split=None, batch_size=256, shuffle=None,
             f"split of the protocol is made); got split={split!r}"
         )
     processed = prepare(
-        name, path, protocol=protocol, cache_dir=cache_dir, verbose=verbose, preprocessing=preprocessing, **options
+        name, path, protocol=protocol, cache_dir=cache_dir, verbose=verbose, preprocessing=preprocessing,
+        process_group=process_group, **options
     )
+    sharded = process_group is not None and process_group.size > 1
+    rows_of = (process_group.rank, process_group.size) if sharded and not processed.info.get("process") else None
     dataset, schema = make_dataset(
         processed, split, batch_size=batch_size, shuffle=shuffle, seed=seed, mode=mode,
         num_candidates=num_candidates, with_weights=with_weights, drop_remainder=drop_remainder, repeat=repeat,
+        rows_of=rows_of,
     )
     if with_info:
         return dataset, schema, dict(processed.info, rows=processed.rows)

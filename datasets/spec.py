@@ -22,7 +22,8 @@ Sections (every key is checked: an unknown one is refused by name, with the clos
 
 - `source`: `format` csv (any one-character `delimiter`, `quote` character or null, `header` true, or
   false with `column_names` in file order), parquet or jsonl. The data path given with the spec is a
-  file, a glob (`logs/*.csv`) or a folder of shards (read in name order, as one log).
+  file, a glob (`logs/*.csv`) or a folder of shards (read in name order, as one log; under several
+  processes each reads only its own shards: zoo.datasets.process_group).
 - `label`: `{"column": c}` (values 0/1), `{"column": c, "op": ">=", "value": 4}` (a rule: ops == != >= >
   <= <, label = rule holds), or `{"events": true, "negatives": N, "seed": s}`: every row is a positive
   and gets N negatives whose `item` is drawn uniformly from the training items (their other cand_

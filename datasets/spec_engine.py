@@ -26,6 +26,7 @@ from zoo.datasets import events, preprocess, storage
 from zoo.datasets import fitted as fitted_state
 from zoo.datasets import spec_reading
 from zoo.datasets.reading import Repairs
+from zoo.datasets.process_group import ProcessGroup
 from zoo.datasets.spec import DataSpec
 from zoo.errors import ZooError
 from zoo.feature import Feature
@@ -35,13 +36,37 @@ DERIVED_SIZES = {"hour": 26, "weekday": 9}  # ids 1..24 / 1..7, then OOV
 TIME_BITS = 34  # (time - earliest) < 2**34 s (544 years) beside the user code in one sortable int64 key
 
 
-def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "spec", {})):
+def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "spec", {}), group=None):
     """Reads `files` under `spec` (a DataSpec, dict or file), fits (or applies `fitted`) and writes the
     processed data set into `out_dir`; returns its info. `origin`: (data set, protocol, options) recorded in
-    the fitted state (a paper reader that builds through the engine names itself there)."""
+    the fitted state (a paper reader that builds through the engine names itself there).
+
+    `group` (a zoo.datasets.ProcessGroup of several processes): this process reads only its shards of
+    `files` (`group.shards`) and writes only their samples, under the fit made over every process's
+    training rows (the same preprocessing.json on each). Every process's samples together are the
+    single-process build's, but for sampled negatives (each process draws its own stream)."""
     spec = DataSpec.read(spec if fitted is None else fitted["spec"])
-    data, accounts = _read(spec, files, scoring=fitted is not None)
-    return _Build(spec, data, accounts, out_dir, fitted, verbose, origin).run()
+    group = group or ProcessGroup()
+    numbers = np.arange(len(files))
+    if group.size > 1:
+        if fitted is not None:
+            raise ZooError("scoring with a fitted preprocessing reads the files in one process (no process group)")
+        numbers = numbers[group.rank :: group.size]
+        files = group.shards(files)
+    try:
+        data, accounts = _read(spec, files, scoring=fitted is not None)
+        failure = None if data["label"].shape[0] else \
+            f"{files[0]}: no row is left ({next(iter(accounts.values())).summary()})"
+    except ZooError as error:
+        if group.size == 1:
+            raise
+        failure = str(error)
+    failures = group.allgather(failure)  # one process's bad shard stops every process (none waits forever)
+    failed = next((rank for rank, message in enumerate(failures) if message), None)
+    if failed is not None:
+        raise ZooError(failures[failed] if group.size == 1 or failed == group.rank
+                       else f"process {failed} of {group.size} failed: {failures[failed]}")
+    return _Build(spec, data, accounts, out_dir, fitted, verbose, origin, group, numbers).run()
 
 
 # ---------------------------------------------------------------------------------------- reading
@@ -134,8 +159,11 @@ def _bars_tokens(values):
 
 # ---------------------------------------------------------------------------------------- building
 class _Build:
-    def __init__(self, spec, data, accounts, out_dir, fitted, verbose, origin):
+    def __init__(self, spec, data, accounts, out_dir, fitted, verbose, origin, group, file_numbers):
         self.spec, self.data, self.accounts, self.out_dir = spec, data, accounts, out_dir
+        self.group, self.file_numbers = group, file_numbers  # the process group; each file's index in all files
+        self.sharded = group.size > 1
+        self._index = None
         self.origin = origin
         self.fitted, self.verbose = fitted, verbose
         self.rows = data["label"].shape[0]
@@ -151,13 +179,10 @@ class _Build:
 
     # ------------------------------------------------------------------ the steps
     def run(self):
-        if not self.rows:
-            first = next(iter(self.accounts.values()))
-            raise ZooError(f"{first.path}: no row is left ({first.summary()})")
         self._order()
         split = self._split()
         train = split == 0
-        if self.fitted is None and not train.any():
+        if self.fitted is None and not self.group.sum(int(train.sum())):
             raise ZooError("the split leaves no training row: check 'split' against the data's times")
         encoded = self._encode(train)
         samples, events_store, dropped = self._samples(split, encoded, train)
@@ -187,13 +212,67 @@ class _Build:
 
             users = data["text"][spec.user]
             encoded = pc.dictionary_encode(users.combine_chunks() if isinstance(users, pa.ChunkedArray) else users)
-            rank = np.empty(len(encoded.dictionary), np.int64)
-            rank[np.asarray(pc.array_sort_indices(encoded.dictionary))] = np.arange(len(encoded.dictionary))
+            if self.sharded and self._by_user():
+                rank = self._global_user_ranks(encoded.dictionary)
+            else:
+                rank = np.empty(len(encoded.dictionary), np.int64)
+                rank[np.asarray(pc.array_sort_indices(encoded.dictionary))] = np.arange(len(encoded.dictionary))
             self.user_code = rank[np.asarray(encoded.indices)]
-        if spec.history_from_log() or spec.split["by"] == "user":
+        if self._by_user():
             order = np.lexsort((np.arange(self.rows), data["time"] if data["time"] is not None
                                 else np.zeros(self.rows, np.int64), self.user_code))
             self._take(order)
+
+    def _by_user(self):
+        """Whether the rows are sorted by (user, time, file order): a history from the log, a per-user split."""
+        return self.spec.history_from_log() or self.spec.split["by"] == "user"
+
+    def _global_user_ranks(self, dictionary):
+        """Each of this process's users' rank among every process's users (sorted); a user's rows must all
+        be in one process's shards."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        gathered = self.group.allgather(dictionary)
+        everyone = pa.chunked_array(gathered, pa.string()).combine_chunks()
+        counts = pc.value_counts(everyone)
+        spanning = pc.filter(counts.field("values"), pc.greater(counts.field("counts"), 1))
+        if len(spanning):
+            user = spanning[0].as_py()
+            holders = [rank for rank, users in enumerate(gathered) if user in set(users.to_pylist())]
+            raise ZooError(
+                f"user {user!r} has rows in the shards of processes {holders[0]} and {holders[1]} ({len(spanning)} "
+                f"user(s) span processes): a history built from the log and a per-user split need each user's rows "
+                "in one process's shards; partition the shard files by user")
+        ordered = everyone.take(pc.array_sort_indices(everyone))
+        self.num_users = len(ordered)
+        return np.asarray(pc.index_in(dictionary, value_set=ordered), np.int64)
+
+    def _global_index(self):
+        """Each row's position [n] in the single-process order of every process's rows together: file order,
+        or (user, time, file order) when sorted by user (each user's rows then all in this process)."""
+        if self._index is not None:
+            return self._index
+        rows = np.arange(self.rows)
+        if not self.sharded:
+            self._index = rows
+        elif self._by_user():
+            codes, starts, counts = np.unique(self.user_code, return_index=True, return_counts=True)
+            totals = np.zeros(self.num_users, np.int64)
+            for their_codes, their_counts in self.group.allgather((codes, counts)):
+                totals[their_codes] += their_counts
+            before = np.cumsum(totals) - totals
+            self._index = before[self.user_code] + rows - np.repeat(starts, counts)
+        else:
+            per_file = np.bincount(self.data["file"], minlength=len(self.accounts))
+            gathered = self.group.allgather((self.file_numbers, per_file))
+            totals = np.zeros(sum(numbers.size for numbers, _ in gathered), np.int64)
+            for numbers, counts in gathered:
+                totals[numbers] = counts
+            offset = (np.cumsum(totals) - totals)[self.file_numbers]
+            local_start = np.cumsum(per_file) - per_file
+            self._index = offset[self.data["file"]] + rows - local_start[self.data["file"]]
+        return self._index
 
     def _take(self, order):
         import pyarrow as pa
@@ -217,6 +296,8 @@ class _Build:
         split, n = self.spec.split, self.rows
         if self.fitted is not None:
             return np.zeros(n, np.int8)
+        if self.sharded and split["by"] != "date":
+            return self._sharded_split(split)
         if split["by"] == "date":
             import datetime
 
@@ -238,6 +319,26 @@ class _Build:
             return preprocess.per_user_split(self.user_code, fractions)
         train_end, valid_end = int(n * fractions[0] + 1e-9), int(n * (fractions[0] + fractions[1]) + 1e-9)
         index = np.arange(n)
+        return np.where(index < train_end, 0, np.where(index < valid_end, 1, 2)).astype(np.int8)
+
+    def _sharded_split(self, split):
+        """`_split` over every process's rows: the same codes the single-process build gives these rows."""
+        fractions, group = split["fractions"], self.group
+        if split["by"] == "user":  # each user's rows are all here
+            return preprocess.per_user_split(self.user_code, fractions)
+        n = int(group.sum(self.rows))
+        if split["by"] == "time":
+            positions = [min(int(n * fractions[0]), n - 1), min(int(n * (fractions[0] + fractions[1])), n - 1), n - 1]
+            cut = [int(v) for v in group.order_statistics(np.sort(self.data["time"]), positions)]
+            if fractions[2] == 0:
+                cut[1] = cut[2] + 1
+            if fractions[1] == 0:
+                cut[0] = cut[1]
+            return preprocess.split_by_time(self.data["time"], cut[:2])
+        index = self._global_index()
+        if split["by"] == "random":  # the single process's draws for all n rows, then this process's
+            return np.random.default_rng(split["seed"]).choice(3, size=n, p=fractions).astype(np.int8)[index]
+        train_end, valid_end = int(n * fractions[0] + 1e-9), int(n * (fractions[0] + fractions[1]) + 1e-9)
         return np.where(index < train_end, 0, np.where(index < valid_end, 1, 2)).astype(np.int8)
 
     # ------------------------------------------------------------------ fitting and encoding
@@ -284,8 +385,15 @@ class _Build:
 
             array = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(values, pa.string())
             counts = pc.value_counts(pc.filter(array, pa.array(train)))
-            tokens = np.asarray(counts.field("values").to_numpy(zero_copy_only=False), dtype=object)
-            count = np.asarray(counts.field("counts"), dtype=np.int64)
+            values, count = counts.field("values"), counts.field("counts")
+            if self.sharded:  # every process's counts, summed per value
+                gathered = self.group.allgather((values.cast(pa.string()), count))
+                merged = pa.table({"v": pa.chunked_array([v for v, _ in gathered], pa.string()),
+                                   "c": pa.chunked_array([c for _, c in gathered], pa.int64())})
+                merged = merged.group_by("v").aggregate([("c", "sum")])
+                values, count = merged["v"], merged["c_sum"]
+            tokens = np.asarray(values.to_numpy(zero_copy_only=False), dtype=object)
+            count = np.asarray(count, dtype=np.int64)
             keep = count >= options["min_count"]
             tokens, count = tokens[keep], count[keep]
             order = np.lexsort((tokens.astype(str), -count)) if tokens.size else np.zeros(0, np.int64)
@@ -326,6 +434,8 @@ class _Build:
             values = np.sign(values) * np.log1p(np.abs(values))
         missing = np.isnan(values)
         state = self.states.get(name)
+        if state is None and self.sharded:
+            state = self._fit_numeric_sharded(name, options, values, missing, train)
         if state is None:
             present = values[train & ~missing]
             fill = float(present.mean()) if options["fill"] == "mean" and present.size else float(
@@ -349,6 +459,36 @@ class _Build:
         if "std" in state:
             values = (values - state["mean"]) / state["std"]
         return values.astype(np.float32)
+
+    def _fit_numeric_sharded(self, name, options, values, missing, train):
+        """`_numeric`'s fit over every process's training rows: sums for the fill, mean and deviation,
+        exact order statistics for the bucket edges (np.quantile's linear interpolation)."""
+        group = self.group
+        present = values[train & ~missing]
+        count, total = group.sum(np.asarray([present.size, present.sum()], np.float64))
+        fill = float(total / count) if options["fill"] == "mean" and count else float(
+            0.0 if options["fill"] == "mean" else options["fill"])
+        state = {"kind": "numeric", "log1p": options["log1p"], "fill": fill}
+        filled_train = np.where(missing, fill, values)[train]
+        n, total = group.sum(np.asarray([filled_train.size, filled_train.sum()], np.float64))
+        if options["scale"] == "standardize":
+            mean = float(total / n) if n else 0.0
+            std = float(np.sqrt(group.sum(np.square(filled_train - mean).sum()) / n)) if n else 1.0
+            state.update(mean=mean, std=std if std > 0 else 1.0)
+        if options["buckets"]:
+            n = int(n)
+            edges = np.zeros(0)
+            if n:
+                virtual = (n - 1) * (np.arange(1, options["buckets"]) / options["buckets"])
+                previous = np.floor(virtual).astype(np.int64)
+                following = np.minimum(previous + 1, n - 1)
+                wanted = np.unique(np.concatenate([previous, following]))
+                found = group.float_order_statistics(np.sort(filled_train), wanted)
+                low, high = found[np.searchsorted(wanted, previous)], found[np.searchsorted(wanted, following)]
+                edges = _lerp(low, high, virtual - previous)
+            state.update(buckets=options["buckets"], edges=[float(e) for e in np.unique(edges)])
+        self.states[name] = state
+        return state
 
     # ------------------------------------------------------------------ samples
     def _features(self, encoded):
@@ -434,7 +574,7 @@ class _Build:
         known = len(vocabulary["tokens"])
         if known < 2:
             raise ZooError(f"fewer than 2 training items in '{item}': cannot sample negatives")
-        rng = np.random.default_rng([spec.label["seed"], code])
+        rng = np.random.default_rng([spec.label["seed"], code] + ([self.group.rank] if self.sharded else []))
         item_key = f"cand_{spec.columns[item]['feature']}"
         positive = part[item_key]
         drawn = rng.integers(1, known, size=(positive.size, k))  # 1..known-1, then skip the positive's id
@@ -442,15 +582,32 @@ class _Build:
         width = k + 1
         out = {key: np.repeat(values, width, axis=0) for key, values in part.items()}
         out[item_key] = np.concatenate([positive[:, None], drawn], axis=1).reshape(-1)
-        item_ids = encoded[item]
-        for name, options in spec.columns.items():
-            key = f"cand_{options['feature']}"
-            if options["role"] != "cand" or name == item:
-                continue
-            attribute = np.zeros(known + 2, np.int32)
-            attribute[item_ids[train]] = encoded[name][train]
+        others = [name for name, options in spec.columns.items() if options["role"] == "cand" and name != item]
+        for name, attribute in zip(others, self._last_seen(encoded[item], [encoded[n] for n in others], train, known)):
+            key = f"cand_{spec.columns[name]['feature']}"
             out[key] = np.concatenate([part[key][:, None], attribute[drawn]], axis=1).reshape(-1)
         out["labels"] = np.tile(np.eye(1, width, dtype=np.float32)[0], positive.size)
+        return out
+
+    def _last_seen(self, item_ids, columns, train, known):
+        """Per column, [known + 2] ids: each item's value in the last training row (of every process) that
+        holds the item (0 for an item no training row holds)."""
+        if not columns:
+            return []
+        rows = np.flatnonzero(train)
+        items, index, values = item_ids[rows], self._global_index()[rows], [c[rows] for c in columns]
+        if self.sharded:
+            gathered = self.group.allgather((items, index, values))
+            items = np.concatenate([g[0] for g in gathered])
+            index = np.concatenate([g[1] for g in gathered])
+            values = [np.concatenate([g[2][i] for g in gathered]) for i in range(len(columns))]
+        order = np.lexsort((index, items))
+        last = order[np.append(items[order][1:] != items[order][:-1], True)] if order.size else order
+        out = []
+        for value in values:
+            attribute = np.zeros(known + 2, np.int32)
+            attribute[items[last]] = value[last]
+            out.append(attribute)
         return out
 
     # ------------------------------------------------------------------ schema, account, writing
@@ -527,4 +684,14 @@ class _Build:
         }
         if self.fitted is not None:
             info["unknown_ids"] = self.unknown
+        if self.sharded:
+            info["process"] = {"rank": self.group.rank, "size": self.group.size,
+                               "shards": [int(n) for n in self.file_numbers]}
         return info
+
+
+def _lerp(a, b, t):
+    """a + (b - a) t as np.quantile computes it (from b's side for t >= 0.5), so the edges are its own."""
+    difference = b - a
+    out = a + difference * t
+    return np.where(t >= 0.5, b - difference * (1 - t), out)

@@ -91,6 +91,13 @@ class Distributed:
         """Whether this process writes the run's files (presets, reports): process 0."""
         return self.process_index == 0
 
+    def process_group(self):
+        """The run's processes as a zoo.datasets.ProcessGroup: what `zoo.datasets.load(..., process_group=)`
+        takes so that each process reads its own shards."""
+        from zoo.datasets.process_group import ProcessGroup
+
+        return ProcessGroup.jax() if self.num_processes > 1 else ProcessGroup()
+
     @property
     def uses_tf_distribute(self):
         return keras.backend.backend() == "tensorflow"
@@ -115,10 +122,13 @@ class Distributed:
         )
 
     def check_batch(self, rows):
-        if rows % self.num_replicas:
+        parts = math.lcm(self.num_replicas, self.num_processes)
+        if rows % parts:
+            over = f"{self.num_replicas} replicas" + (
+                f" of {self.num_processes} processes" if self.num_processes > 1 else "")
             raise ZooError(
-                f"a global batch of {rows} rows does not split over {self.num_replicas} replicas: "
-                f"use a batch size that is a multiple of {self.num_replicas}"
+                f"a global batch of {rows} rows does not split over {over}: use a batch size that is a multiple "
+                f"of {parts}"
             )
 
     def holds(self, model):
@@ -351,7 +361,12 @@ class _SynchronizedBatchNorm(keras.callbacks.Callback):
 def fit_distributed(fit, distribution, model, train, val, recipe, *, callbacks=(), **options):
     """`fit` (zoo.recipes.fit) of `model` in `distribution`: the recipe scaled by its batch rule, the data in
     full global batches, the model (rebuilt in the scope unless it was built there), its trainer, optimizer
-    and metrics built and trained in the scope; the weights copied back into `model` after."""
+    and metrics built and trained in the scope; the weights copied back into `model` after.
+
+    With several processes, `train` and `val` are this process's share of the data (zoo.datasets.load(...,
+    process_group=run.process_group()) reads only its shards): each process feeds 1/num_processes of every
+    global batch, and every process runs the same number of steps (the fewest any process's share holds:
+    a collective step must be taken by all)."""
     from zoo.recipes.fit import _is_tf_data, _num_candidates
 
     run = resolve(distribution)
@@ -361,10 +376,19 @@ def fit_distributed(fit, distribution, model, train, val, recipe, *, callbacks=(
     rows = max(recipe.batch_size // (_num_candidates(train) or 1), 1)
     run.check_batch(rows)
     # Every step a full global batch: JAX cannot split a partial batch over the devices, and the same number
-    # of steps on every backend; at most one batch of rows per pass is left out.
-    train = train.unbatch().batch(rows, drop_remainder=True)
+    # of steps on every backend; at most one batch of rows per pass is left out. Each process feeds its part.
+    local = rows // run.num_processes
+    train = train.unbatch().batch(local, drop_remainder=True)
     if val is not None and not run.uses_tf_distribute:
-        val = val.unbatch().batch(rows, drop_remainder=True)
+        val = val.unbatch().batch(local, drop_remainder=True)
+    if run.num_processes > 1:
+        group = run.process_group()
+        steps = min(group.allgather(sum(1 for _ in train)))
+        if not steps:
+            raise ZooError(f"a process's share of the training data holds fewer than {local} rows (one batch)")
+        options["steps_per_epoch"] = min(options.get("steps_per_epoch") or steps, steps)
+        if val is not None:
+            val = val.take(min(group.allgather(sum(1 for _ in val))))
     extra = list(callbacks) + ([_SynchronizedBatchNorm()] if run.uses_tf_distribute else [])
     placed = run.place(model)
     if run.replicated:

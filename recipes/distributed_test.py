@@ -173,8 +173,20 @@ model = zoo.get("din", schema=simulator.schema, **SMALL["din"])
 history = zoo.recipes.fit(model, simulator.dataset(64, batch_size=16, seed=1, shuffle=False), recipe="suan",
                           batch_size=16, learning_rate=1e-2, verbose=0, distribution=run)
 written = run.save_preset(model, os.environ["ZOO_TEST_PRESET"])
+
+# A log in 4 CSV shards: each process reads its own 2 (and fits over all 4), feeds half of each global batch
+from tests.impression_logs import impression_spec
+train, schema, info = zoo.datasets.load(impression_spec(sequence_length=4), os.environ["ZOO_TEST_SHARDS"],
+                                        batch_size=16, verbose=False, with_info=True,
+                                        cache_dir=os.environ["ZOO_TEST_CACHE"], process_group=run.process_group())
+keras.utils.set_random_seed(5)
+logged = zoo.get("din", schema=schema.with_candidates(1), **SMALL["din"])
+fitted = zoo.recipes.fit(logged, train, recipe="suan", batch_size=16, epochs=1, verbose=0, distribution=run)
 print(json.dumps({"chief": run.is_chief, "written": written, "loss": history.history["loss"],
-                  "processes": run.num_processes, "replicas": run.num_replicas}))
+                  "processes": run.num_processes, "replicas": run.num_replicas, "shards": info["process"]["shards"],
+                  "train_rows": info["rows"]["train"], "schema": schema.to_dict(),
+                  "log_loss": fitted.history["loss"], "log_steps": len(fitted.history["loss"]) and
+                  int(fitted.trainer.optimizer.iterations.numpy())}))
 """
 
 
@@ -291,15 +303,36 @@ class JaxDistributionTest(TestCase):
 
 @pytest.mark.slow
 @jax_only
+def _write_user_shards(folder):
+    """The impression log of tests/impression_logs.py in 4 CSV shards partitioned by user."""
+    import csv
+
+    from tests.impression_logs import COLUMNS, write_impression_log
+
+    os.makedirs(folder)
+    log = write_impression_log(os.path.join(folder, "log.tmp"), rows=300, users=20, items=30)
+    with open(log, newline="") as f:
+        rows = list(csv.DictReader(f))
+    os.remove(log)
+    for index in range(4):
+        with open(os.path.join(folder, f"part-{index}.csv"), "w", newline="") as f:
+            writer = csv.DictWriter(f, COLUMNS)
+            writer.writeheader()
+            writer.writerows(row for row in rows if int(row["user_id"][-3:]) % 4 == index)
+    return folder
+
+
 class JaxMultiProcessTest(TestCase):
     def test_two_processes_train_with_split_tables_and_write_one_preset(self):
         directory = self.get_temp_dir()
         preset = os.path.join(directory, "preset")
+        shards = _write_user_shards(os.path.join(self.get_temp_dir(), "shards"))
         address = f"localhost:{_free_port()}"
         environments = [
             {"KERAS_BACKEND": "jax", "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
              "KERAS_DISTRIBUTION_JOB_ADDRESSES": address, "KERAS_DISTRIBUTION_NUM_PROCESSES": "2",
-             "KERAS_DISTRIBUTION_PROCESS_ID": str(rank), "ZOO_TEST_PRESET": preset,
+             "KERAS_DISTRIBUTION_PROCESS_ID": str(rank), "ZOO_TEST_PRESET": preset, "ZOO_TEST_SHARDS": shards,
+             "ZOO_TEST_CACHE": os.path.join(self.get_temp_dir(), "cache"),
              "ZOO_TEST_OPTIONS": json.dumps({"model_axis": 2})}
             for rank in (0, 1)
         ]
@@ -310,6 +343,13 @@ class JaxMultiProcessTest(TestCase):
         self.assertAllClose(results[0]["loss"], results[1]["loss"])
         self.assertEqual(sorted(os.listdir(directory)), ["preset"])
         zoo.load(preset)
+        # the log's shards: each process read its own two, under one fit made over all four
+        self.assertEqual([r["shards"] for r in results], [[0, 2], [1, 3]])
+        self.assertEqual(results[0]["schema"], results[1]["schema"])
+        self.assertNotEqual(results[0]["train_rows"], results[1]["train_rows"])
+        # the same steps on both (the fewer batches of 8 rows either share holds), the same global loss
+        self.assertEqual(results[0]["log_steps"], min(r["train_rows"] for r in results) // 8)
+        self.assertAllClose(results[0]["log_loss"], results[1]["log_loss"])
 
 
 _TENSORFLOW = """

@@ -236,3 +236,41 @@ def run_cli(*argv):
         except SystemExit as exit_:
             status = exit_.code
     return status, out.getvalue(), err.getvalue()
+
+
+def in_process_group(size, function):
+    """[function(group) for each rank], each run in its own thread as one process of a
+    zoo.datasets.ProcessGroup of `size` (allgather through a barrier); the first error is raised."""
+    import threading
+
+    from zoo.datasets import ProcessGroup
+
+    barrier = threading.Barrier(size, timeout=120)
+    slots, results, errors = [None] * size, [None] * size, [None] * size
+
+    def allgather_of(rank):
+        def allgather(value):
+            slots[rank] = value
+            barrier.wait()
+            gathered = list(slots)
+            barrier.wait()
+            return gathered
+
+        return allgather
+
+    def run(rank):
+        try:
+            results[rank] = function(ProcessGroup(rank, size, allgather_of(rank)))
+        except BaseException as error:  # noqa: BLE001 - given back below
+            errors[rank] = error
+            barrier.abort()  # the other ranks stop waiting
+
+    threads = [threading.Thread(target=run, args=(rank,)) for rank in range(size)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    first = next((e for e in errors if e is not None and not isinstance(e, threading.BrokenBarrierError)), None)
+    if first is not None or any(errors):
+        raise first or next(e for e in errors if e is not None)
+    return results

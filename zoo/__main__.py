@@ -158,7 +158,8 @@ def _data(args, split, rows, **load_options):
     shuffle = False if limit is not None else None  # a limited training split: the first rows, shuffled below
     dataset, schema, info = datasets.load(
         args.data, args.path, protocol=args.protocol, split=split, batch_size=batch_size, seed=args.seed,
-        shuffle=shuffle, verbose=True, with_info=True, **load_options, **options,
+        shuffle=shuffle, verbose=True, with_info=True, process_group=getattr(args, "process_group", None),
+        **load_options, **options,
     )
     return _limited(args, dataset, schema, info, split, limit, batch_size, load_options.get("mode"))
 
@@ -203,7 +204,7 @@ def _spec_data(args, split, rows, batch_size, **load_options):
     dataset, schema, info = datasets.load(
         args.spec if args.fitted is None else None, path, split=split, batch_size=batch_size, seed=args.seed,
         shuffle=False if limit is not None else None, verbose=True, with_info=True,
-        preprocessing=args.fitted, **load_options,
+        preprocessing=args.fitted, process_group=getattr(args, "process_group", None), **load_options,
     )
     return _limited(args, dataset, schema, info, split, limit, batch_size, load_options.get("mode"))
 
@@ -215,13 +216,17 @@ def _training_data(args):
 
     if args.data == "simulator":
         return {"data": "simulator", "rows": args.rows, "seed": args.seed}, None
+    group = getattr(args, "process_group", None)  # several processes: the chief's share (cached, no exchange)
     if args.spec:
-        processed = datasets.prepare(args.spec, args.data, verbose=False)
+        processed = datasets.prepare(args.spec, args.data, verbose=False, process_group=group)
         record = {"data": "spec", "files": processed.info["files"], "rows": processed.rows,
                   "accounting": processed.info["accounting"], "spec": processed.info["spec"]}
+        if "process" in processed.info:
+            record["process"] = processed.info["process"]
     else:
         options = dict(args.data_options or [])
-        processed = datasets.prepare(args.data, args.path, protocol=args.protocol, verbose=False, **options)
+        processed = datasets.prepare(args.data, args.path, protocol=args.protocol, verbose=False,
+                                     process_group=group, **options)
         record = {"data": args.data, "path": os.path.abspath(args.path), "protocol": processed.info.get("protocol")
                   or args.protocol, "options": options, "rows": processed.rows,
                   "accounting": processed.info.get("accounting")}
@@ -309,6 +314,8 @@ def _fit(args):
     from zoo.errors import ZooError
 
     run = _distribution(args)  # first: a multi-worker process joins its cluster before the backend starts
+    # several processes: each reads its own share of the data (a spec's shards), fitted over all of them
+    args.process_group = run.process_group() if run is not None and run.num_processes > 1 else None
     import keras
     from zoo.recipes.evaluate import StepLog
 
@@ -352,7 +359,10 @@ def _fit(args):
                   f"validation LogLoss {calibration['logloss_before']:.5f} -> {calibration['logloss_after']:.5f}; "
                   + ("kept" if calibration["kept"]
                      else f"not kept ({calibration.get('reason') or 'it does not lower the LogLoss'})"))
-    print("scoring the validation split")
+    if args.process_group is not None:
+        print(f"scoring the validation split of process 0's share of the data ({args.process_group.size} processes)")
+    else:
+        print("scoring the validation split")
     report = zoo.recipes.evaluate(
         model, plain_val, report_path=os.path.join(args.out, "report.json"), plots_dir=args.out,
         history=history.history, step_history=steps.history, verbose=_progress(),
