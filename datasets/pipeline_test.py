@@ -41,10 +41,12 @@ class PipelineTest(TestCase):
         cache = self.get_temp_dir()
 
         def rows(group, shuffle):
-            dataset, _ = load("movielens", folder, cache_dir=cache, batch_size=5, shuffle=shuffle, seed=2,
-                              sequence_length=6, process_group=group)
-            return np.concatenate([np.asarray(f["cand_time"])[:, 0] * 100 + np.asarray(f["cand_item_id"])[:, 0]
+            dataset, _, info = load("movielens", folder, cache_dir=cache, batch_size=5, shuffle=shuffle, seed=2,
+                                    sequence_length=6, process_group=group, with_info=True)
+            keys = np.concatenate([np.asarray(f["cand_time"])[:, 0] * 100 + np.asarray(f["cand_item_id"])[:, 0]
                                    for f, _ in dataset])
+            self.assertEqual(info["rows"]["train"], keys.size)  # the share's rows, as the CLI's progress counts
+            return keys
 
         everything = rows(None, False)
         shares = in_process_group(3, lambda group: rows(group, False))

@@ -189,5 +189,8 @@ def load(name, path, *, protocol=None, split=None, batch_size=256, shuffle=None,
         rows_of=rows_of,
     )
     if with_info:
-        return dataset, schema, dict(processed.info, rows=processed.rows)
+        rows = dict(processed.rows)
+        if rows_of is not None:  # this process's share of each split
+            rows = {split: len(range(rows_of[0], count, rows_of[1])) for split, count in rows.items()}
+        return dataset, schema, dict(processed.info, rows=rows)
     return dataset, schema
