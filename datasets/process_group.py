@@ -66,6 +66,8 @@ class ProcessGroup:
         over the key range in which each round sums the processes' counts of keys <= the midpoint."""
         sorted_keys = np.asarray(sorted_keys, np.int64)
         ks = np.asarray(ks, np.int64)
+        if self.size == 1:
+            return sorted_keys[ks]
         bounds = self.allgather((int(sorted_keys[0]), int(sorted_keys[-1])) if sorted_keys.size else None)
         bounds = [b for b in bounds if b is not None]
         if not bounds:

@@ -292,37 +292,17 @@ class _Build:
         self.user_code = None if self.user_code is None else self.user_code[order]
 
     def _split(self):
-        """Split codes [n] (0 train, 1 validation, 2 test; all 0 in scoring mode)."""
+        """Split codes [n] (0 train, 1 validation, 2 test; all 0 in scoring mode). Over every process's rows
+        (one process: its own): each row gets the code the single-process build gives it."""
         split, n = self.spec.split, self.rows
         if self.fitted is not None:
             return np.zeros(n, np.int8)
-        if self.sharded and split["by"] != "date":
-            return self._sharded_split(split)
         if split["by"] == "date":
             import datetime
 
             cut = [int(datetime.datetime.strptime(split[k], "%Y-%m-%d").replace(tzinfo=datetime.timezone.utc)
                        .timestamp()) for k in ("validation", "test")]
             return preprocess.split_by_time(self.data["time"], cut)
-        fractions = split["fractions"]
-        if split["by"] == "time":
-            ordered = np.sort(self.data["time"])
-            cut = [ordered[min(int(n * fractions[0]), n - 1)], ordered[min(int(n * (fractions[0] + fractions[1])), n - 1)]]
-            if fractions[2] == 0:
-                cut[1] = ordered[-1] + 1
-            if fractions[1] == 0:
-                cut[0] = cut[1]
-            return preprocess.split_by_time(self.data["time"], cut)
-        if split["by"] == "random":
-            return np.random.default_rng(split["seed"]).choice(3, size=n, p=fractions).astype(np.int8)
-        if split["by"] == "user":
-            return preprocess.per_user_split(self.user_code, fractions)
-        train_end, valid_end = int(n * fractions[0] + 1e-9), int(n * (fractions[0] + fractions[1]) + 1e-9)
-        index = np.arange(n)
-        return np.where(index < train_end, 0, np.where(index < valid_end, 1, 2)).astype(np.int8)
-
-    def _sharded_split(self, split):
-        """`_split` over every process's rows: the same codes the single-process build gives these rows."""
         fractions, group = split["fractions"], self.group
         if split["by"] == "user":  # each user's rows are all here
             return preprocess.per_user_split(self.user_code, fractions)
@@ -433,23 +413,7 @@ class _Build:
         if options["log1p"]:
             values = np.sign(values) * np.log1p(np.abs(values))
         missing = np.isnan(values)
-        state = self.states.get(name)
-        if state is None and self.sharded:
-            state = self._fit_numeric_sharded(name, options, values, missing, train)
-        if state is None:
-            present = values[train & ~missing]
-            fill = float(present.mean()) if options["fill"] == "mean" and present.size else float(
-                0.0 if options["fill"] == "mean" else options["fill"])
-            state = {"kind": "numeric", "log1p": options["log1p"], "fill": fill}
-            filled_train = np.where(missing, fill, values)[train]
-            if options["scale"] == "standardize":
-                std = float(filled_train.std()) if filled_train.size else 1.0
-                state.update(mean=float(filled_train.mean()) if filled_train.size else 0.0, std=std if std > 0 else 1.0)
-            if options["buckets"]:
-                quantiles = np.quantile(filled_train, np.arange(1, options["buckets"]) / options["buckets"]) \
-                    if filled_train.size else np.zeros(0)
-                state.update(buckets=options["buckets"], edges=[float(e) for e in np.unique(quantiles)])
-            self.states[name] = state
+        state = self.states.get(name) or self._fit_numeric(name, options, values, missing, train)
         if missing.any():
             self.count(f"filled {{n}} missing '{name}' value(s) with "
                        + ("the training mean" if options["fill"] == "mean" else repr(options["fill"])), missing)
@@ -460,9 +424,10 @@ class _Build:
             values = (values - state["mean"]) / state["std"]
         return values.astype(np.float32)
 
-    def _fit_numeric_sharded(self, name, options, values, missing, train):
-        """`_numeric`'s fit over every process's training rows: sums for the fill, mean and deviation,
-        exact order statistics for the bucket edges (np.quantile's linear interpolation)."""
+    def _fit_numeric(self, name, options, values, missing, train):
+        """`_numeric`'s fit over every process's training rows (one process: its own): sums for the fill,
+        mean and deviation (np.mean's and np.std's own arithmetic), exact order statistics for the bucket
+        edges with np.quantile's linear interpolation (the same bits as np.quantile on one process)."""
         group = self.group
         present = values[train & ~missing]
         count, total = group.sum(np.asarray([present.size, present.sum()], np.float64))
