@@ -70,80 +70,90 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
 
 
 # ---------------------------------------------------------------------------------------- reading
+KEYS = ("label", "time", "line", "file", "rule")  # the per-row parts beside the columns
+
+
+def _file_parts(spec, index, path, scoring, repairs, only=None):
+    """Yields one part per chunk of the file `index` (`path`): {"label", "time", "line", "file", "rule":
+    [kept rows] (None when the spec has none), "text"/"numeric"/"list": {column: values}, "labeled"}.
+    `only` (column names) reads just those columns (which rows are kept: the label's and the time's)."""
+    import pyarrow as pa
+
+    label_column = spec.label.get("column")
+    optional = (label_column,) if scoring and label_column else ()
+    wanted = spec.read_columns() if only is None else [name for name in spec.read_columns() if name in only]
+    present = spec_reading.check_columns(path, spec.source, wanted, optional)
+    labeled = label_column is None or label_column in present
+    for chunk in spec_reading.read_chunks(path, spec.source, present, repairs):
+        if not labeled:
+            label, keep = np.zeros(chunk.rows, np.float32), np.ones(chunk.rows, bool)
+        else:
+            label, keep = spec_reading.labels(chunk, spec.label, repairs)
+        part = {key: None for key in KEYS}
+        if spec.time is not None:
+            time, kept_time = spec_reading.times(chunk, spec.time, repairs, keep)
+            keep &= kept_time
+            part["time"] = time[keep]
+        part.update(label=label[keep], line=chunk.lines()[keep], file=np.full(int(keep.sum()), index, np.int32),
+                    labeled=labeled, text={}, numeric={}, list={})
+        if only is not None:
+            yield part
+            continue
+        if spec.history_from_log() and spec.history["only"] is not None:
+            part["rule"] = spec_reading.rule_holds(chunk, spec.history["only"])[keep]
+        kept_all = bool(keep.all())
+        rows = None if kept_all else pa.array(np.flatnonzero(keep))
+        for name in {spec.user, spec.item} | set(spec.columns):
+            if name is None:
+                continue
+            kind = spec.columns.get(name, {}).get("type", "categorical")
+            if kind == "numeric":
+                part["numeric"][name] = spec_reading.as_numbers(chunk, name)[keep]
+            elif kind == "list":
+                tokens, lengths = spec_reading.token_lists(chunk, name, spec.columns[name]["separator"])
+                row_of = np.repeat(np.arange(chunk.rows), lengths)
+                part["list"][name] = (tokens[keep[row_of]], lengths[keep])
+            else:
+                text = spec_reading.as_text(chunk.columns[name])
+                part["text"][name] = text if kept_all else text.take(rows)
+        yield part
+    if not repairs.read:
+        if spec.source.get("header"):
+            raise ZooError(f"{path}: the file holds only its header line, no data rows")
+        raise ZooError(f"{path}: the file holds only blank lines, no data rows" if repairs.blank_lines
+                       else f"{path}: the file is empty")
+
+
+def _join(parts):
+    """One data dict (as `_file_parts` yields) of several parts' rows, in order."""
+    import pyarrow as pa
+
+    data = {key: np.concatenate([part[key] for part in parts]) if parts and parts[0][key] is not None else None
+            for key in KEYS}
+    data["labeled"] = all(part["labeled"] for part in parts)
+    first = parts[0] if parts else {"text": {}, "numeric": {}, "list": {}}
+    data["text"] = {name: pa.chunked_array([part["text"][name] for part in parts], pa.string())
+                    for name in first["text"]}
+    data["numeric"] = {name: np.concatenate([part["numeric"][name] for part in parts]) for name in first["numeric"]}
+    data["list"] = {name: tuple(np.concatenate([part["list"][name][i] for part in parts]) for i in (0, 1))
+                    for name in first["list"]}
+    return data
+
+
 def _read(spec, files, scoring):
     """({column or part: concatenated array}, {file: Repairs}) of every kept row, in file order. The files
     (shards) are read in parallel threads (pyarrow parses without the GIL), and joined in name order."""
     import concurrent.futures
 
-    import pyarrow as pa
-
-    label_column = spec.label.get("column")
-    optional = (label_column,) if scoring and label_column else ()
-    wanted = spec.read_columns()
-
     def read_file(index, path):
-        present = spec_reading.check_columns(path, spec.source, wanted, optional)
-        labeled = label_column is None or label_column in present
         repairs = Repairs(path)
-        parts = {key: [] for key in ("label", "time", "line", "file", "rule")}
-        texts, numbers, lists = {}, {}, {}
-        for chunk in spec_reading.read_chunks(path, spec.source, present, repairs):
-            if not labeled:
-                label, keep = np.zeros(chunk.rows, np.float32), np.ones(chunk.rows, bool)
-            else:
-                label, keep = spec_reading.labels(chunk, spec.label, repairs)
-            if spec.time is not None:
-                time, kept_time = spec_reading.times(chunk, spec.time, repairs, keep)
-                keep &= kept_time
-                parts["time"].append(time[keep])
-            parts["label"].append(label[keep])
-            parts["line"].append(chunk.lines()[keep])
-            parts["file"].append(np.full(int(keep.sum()), index, np.int32))
-            if spec.history_from_log() and spec.history["only"] is not None:
-                parts["rule"].append(spec_reading.rule_holds(chunk, spec.history["only"])[keep])
-            kept_all = bool(keep.all())
-            rows = None if kept_all else pa.array(np.flatnonzero(keep))
-            for name in {spec.user, spec.item} | set(spec.columns):
-                if name is None:
-                    continue
-                kind = spec.columns.get(name, {}).get("type", "categorical")
-                if kind == "numeric":
-                    numbers.setdefault(name, []).append(spec_reading.as_numbers(chunk, name)[keep])
-                elif kind == "list":
-                    tokens, lengths = spec_reading.token_lists(chunk, name, spec.columns[name]["separator"])
-                    row_of = np.repeat(np.arange(chunk.rows), lengths)
-                    lists.setdefault(name, []).append((tokens[keep[row_of]], lengths[keep]))
-                else:
-                    text = spec_reading.as_text(chunk.columns[name])
-                    texts.setdefault(name, []).append(text if kept_all else text.take(rows))
-        if not repairs.read:
-            if spec.source.get("header"):
-                raise ZooError(f"{path}: the file holds only its header line, no data rows")
-            raise ZooError(f"{path}: the file holds only blank lines, no data rows" if repairs.blank_lines
-                           else f"{path}: the file is empty")
-        return parts, texts, numbers, lists, labeled, repairs
+        return list(_file_parts(spec, index, path, scoring, repairs)), repairs
 
     workers = max(1, min(len(files), os.cpu_count() or 1))
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
         results = list(pool.map(read_file, range(len(files)), files))  # the first error (in file order) is raised
-    parts = {key: [] for key in ("label", "time", "line", "file", "rule")}
-    texts, numbers, lists, accounts = {}, {}, {}, {}
-    labeled = True
-    for path, (file_parts, file_texts, file_numbers, file_lists, file_labeled, repairs) in zip(files, results):
-        accounts[path] = repairs
-        labeled = labeled and file_labeled
-        for key, values in file_parts.items():
-            parts[key] += values
-        for merged, mine in ((texts, file_texts), (numbers, file_numbers), (lists, file_lists)):
-            for name, values in mine.items():
-                merged.setdefault(name, []).extend(values)
-    data = {key: np.concatenate(values) if values else None for key, values in parts.items()}
-    data["labeled"] = labeled
-    data["text"] = {name: pa.chunked_array(chunks, pa.string()) for name, chunks in texts.items()}
-    data["numeric"] = {name: np.concatenate(chunks) for name, chunks in numbers.items()}
-    data["list"] = {name: (np.concatenate([t for t, _ in chunks]), np.concatenate([n for _, n in chunks]))
-                    for name, chunks in lists.items()}
-    return data, accounts
+    accounts = {path: repairs for path, (_, repairs) in zip(files, results)}
+    return _join([part for parts, _ in results for part in parts]), accounts
 
 
 def _bars_tokens(values):
@@ -163,14 +173,18 @@ class _Build:
         self.spec, self.data, self.accounts, self.out_dir = spec, data, accounts, out_dir
         self.group, self.file_numbers = group, file_numbers  # the process group; each file's index in all files
         self.sharded = group.size > 1
-        self._index = None
         self.origin = origin
         self.fitted, self.verbose = fitted, verbose
-        self.rows = data["label"].shape[0]
-        self.repaired = np.zeros(self.rows, bool)
         self.kinds = {}  # repair kind -> rows per file index
         self.states = {} if fitted is None else dict(fitted["fitted"])
-        self.unknown = {}
+        self.unknown, self._unknown_values = {}, {}
+        if data is not None:
+            self.load(data)
+
+    def load(self, data):
+        """Takes `data` (all rows, or the streaming build's next batch) as the rows to build."""
+        self.data, self.rows, self._index = data, data["label"].shape[0], None
+        self.repaired = np.zeros(self.rows, bool)
 
     def count(self, kind, mask):
         """Counts the kept rows of `mask` repaired by `kind` (a row counts once among the repaired)."""
@@ -186,12 +200,18 @@ class _Build:
             raise ZooError("the split leaves no training row: check 'split' against the data's times")
         encoded = self._encode(train)
         samples, events_store, dropped = self._samples(split, encoded, train)
-        schema = self._schema(encoded)
-        info = self._finish(dropped, samples)
+        schema = self._schema()
+        info = self._finish(dropped, *self._per_file())
         if events_store is None:
             storage.write_table(self.out_dir, schema, samples, info)
         else:
             events.write_events(self.out_dir, schema, events_store, samples, info)
+        self.save_fit(schema, info)
+        return info
+
+    def save_fit(self, schema, info):
+        """Writes preprocessing.json (the spec and the fitted state) beside the processed data (not in scoring
+        mode)."""
         if self.fitted is None:
             state = {
                 "format": fitted_state.FORMAT, "version": fitted_state.VERSION, "dataset": self.origin[0],
@@ -200,7 +220,6 @@ class _Build:
                 "info": {"sample_rate": info["sample_rate"]}, "spec": self.spec.to_dict(),
             }
             fitted_state.save_preprocessing(state, self.out_dir)
-        return info
 
     def _order(self):
         """Sorts the rows by (user, time, file order) when histories or splits need it."""
@@ -308,18 +327,13 @@ class _Build:
             return preprocess.per_user_split(self.user_code, fractions)
         n = int(group.sum(self.rows))
         if split["by"] == "time":
-            positions = [min(int(n * fractions[0]), n - 1), min(int(n * (fractions[0] + fractions[1])), n - 1), n - 1]
-            cut = [int(v) for v in group.order_statistics(np.sort(self.data["time"]), positions)]
-            if fractions[2] == 0:
-                cut[1] = cut[2] + 1
-            if fractions[1] == 0:
-                cut[0] = cut[1]
-            return preprocess.split_by_time(self.data["time"], cut[:2])
+            ordered = np.sort(self.data["time"])
+            cut = time_cut(n, fractions, lambda positions: group.order_statistics(ordered, positions))
+            return preprocess.split_by_time(self.data["time"], cut)
         index = self._global_index()
         if split["by"] == "random":  # the single process's draws for all n rows, then this process's
             return np.random.default_rng(split["seed"]).choice(3, size=n, p=fractions).astype(np.int8)[index]
-        train_end, valid_end = int(n * fractions[0] + 1e-9), int(n * (fractions[0] + fractions[1]) + 1e-9)
-        return np.where(index < train_end, 0, np.where(index < valid_end, 1, 2)).astype(np.int8)
+        return order_split(index, n, fractions)
 
     # ------------------------------------------------------------------ fitting and encoding
     def _encode(self, train):
@@ -339,18 +353,14 @@ class _Build:
         for name, options in columns.items():
             if options["type"] == "list":
                 tokens, lengths = self.data["list"][name]
-                shared = next((n for n, o in columns.items() if o["role"] == "cand" and o["type"] == "categorical"
-                               and o["feature"] == options["feature"]), None)
+                shared = shared_column(columns, options)
                 if shared is not None:
                     self.states[name] = {"kind": "shared", "column": shared}
                     options = dict(options, embedding_dim=columns[shared]["embedding_dim"])
                     table = self.states[shared]
                 else:
-                    L = self.spec.sequence_length
-                    row_of = np.repeat(np.arange(lengths.size), lengths)
-                    rank = np.arange(tokens.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-                    recent = rank >= np.repeat(lengths, lengths) - L  # the newest L tokens fit the vocabulary
-                    table = self._fit_categorical(name, options, tokens, train[row_of] & recent)
+                    table = self._fit_categorical(name, options, tokens, fitted_tokens(
+                        tokens, lengths, train, self.spec.sequence_length))
                 out[name] = (self._lookup(name, table, tokens), lengths)
         return out
 
@@ -358,7 +368,7 @@ class _Build:
         if name in self.states:
             return self.states[name]
         if options["hash_buckets"]:
-            state = {"kind": "hashed", "buckets": options["hash_buckets"], "hash": "farmhash64"}
+            state = hashed_state(options)
         else:
             import pyarrow as pa
             import pyarrow.compute as pc
@@ -372,14 +382,7 @@ class _Build:
                                    "c": pa.chunked_array([c for _, c in gathered], pa.int64())})
                 merged = merged.group_by("v").aggregate([("c", "sum")])
                 values, count = merged["v"], merged["c_sum"]
-            tokens = np.asarray(values.to_numpy(zero_copy_only=False), dtype=object)
-            count = np.asarray(count, dtype=np.int64)
-            keep = count >= options["min_count"]
-            tokens, count = tokens[keep], count[keep]
-            order = np.lexsort((tokens.astype(str), -count)) if tokens.size else np.zeros(0, np.int64)
-            if options["max_size"] is not None:
-                order = order[: options["max_size"]]
-            state = {"kind": "vocabulary", "tokens": [str(t) for t in tokens[order]]}
+            state = vocabulary_state(options, values, count)
         self.states[name] = state
         return state
 
@@ -402,16 +405,18 @@ class _Build:
         tokens = state["tokens"]
         index = pc.index_in(array, value_set=pa.array(tokens, pa.string()))
         ids = np.asarray(pc.fill_null(index, len(tokens)).to_numpy(zero_copy_only=False), dtype=np.int32) + 1
-        if self.fitted is not None:
+        if self.fitted is not None:  # counted over every batch of a streaming build
             unknown = ids == len(tokens) + 1
-            self.unknown[name] = {"rows": int(unknown.sum()),
-                                  "values": int(len(pc.unique(pc.filter(array, pa.array(unknown)))))}
+            seen = pc.unique(pc.filter(array, pa.array(unknown)))
+            if name in self._unknown_values:
+                seen = pc.unique(pa.concat_arrays([self._unknown_values[name], seen.cast(pa.string())]))
+            self._unknown_values[name] = seen.cast(pa.string())
+            rows = int(unknown.sum()) + self.unknown.get(name, {}).get("rows", 0)
+            self.unknown[name] = {"rows": rows, "values": len(seen)}
         return ids
 
     def _numeric(self, name, options, values, train):
-        values = np.where(np.isnan(values), np.nan, values)
-        if options["log1p"]:
-            values = np.sign(values) * np.log1p(np.abs(values))
+        values = transformed(options, values)
         missing = np.isnan(values)
         state = self.states.get(name) or self._fit_numeric(name, options, values, missing, train)
         if missing.any():
@@ -431,8 +436,7 @@ class _Build:
         group = self.group
         present = values[train & ~missing]
         count, total = group.sum(np.asarray([present.size, present.sum()], np.float64))
-        fill = float(total / count) if options["fill"] == "mean" and count else float(
-            0.0 if options["fill"] == "mean" else options["fill"])
+        fill = fill_value(options, count, total)
         state = {"kind": "numeric", "log1p": options["log1p"], "fill": fill}
         filled_train = np.where(missing, fill, values)[train]
         n, total = group.sum(np.asarray([filled_train.size, filled_train.sum()], np.float64))
@@ -441,17 +445,9 @@ class _Build:
             std = float(np.sqrt(group.sum(np.square(filled_train - mean).sum()) / n)) if n else 1.0
             state.update(mean=mean, std=std if std > 0 else 1.0)
         if options["buckets"]:
-            n = int(n)
-            edges = np.zeros(0)
-            if n:
-                virtual = (n - 1) * (np.arange(1, options["buckets"]) / options["buckets"])
-                previous = np.floor(virtual).astype(np.int64)
-                following = np.minimum(previous + 1, n - 1)
-                wanted = np.unique(np.concatenate([previous, following]))
-                found = group.float_order_statistics(np.sort(filled_train), wanted)
-                low, high = found[np.searchsorted(wanted, previous)], found[np.searchsorted(wanted, following)]
-                edges = _lerp(low, high, virtual - previous)
-            state.update(buckets=options["buckets"], edges=[float(e) for e in np.unique(edges)])
+            ordered = np.sort(filled_train)
+            state.update(buckets=options["buckets"], edges=bucket_edges(
+                int(n), options["buckets"], lambda wanted: group.float_order_statistics(ordered, wanted)))
         self.states[name] = state
         return state
 
@@ -576,7 +572,7 @@ class _Build:
         return out
 
     # ------------------------------------------------------------------ schema, account, writing
-    def _schema(self, encoded):
+    def _schema(self):
         if self.fitted is not None:
             return Schema.from_dict(self.fitted["schema"])
         spec = self.spec
@@ -619,19 +615,26 @@ class _Build:
         return Schema(features=features, sequence_length=spec.sequence_length if any(
             f.group == "hist" for f in features) else 0, time=spec.history_from_log())
 
-    def _finish(self, dropped, samples):
+    def _per_file(self):
+        """(rows [files], repaired rows [files]) of the kept rows."""
+        files = len(self.accounts)
+        file = self.data["file"]
+        return np.bincount(file, minlength=files), np.bincount(file[self.repaired], minlength=files)
+
+    def _finish(self, dropped, rows, repaired):
+        """The info; completes each file's account from the per-file counts of kept `rows`, `repaired` rows
+        and `dropped` rows (kept rows that made no sample)."""
         spec = self.spec
         for index, (path, repairs) in enumerate(self.accounts.items()):
             for kind, per_file in self.kinds.items():
                 repairs.counts[kind] += int(per_file[index])
-            mine = self.data["file"] == index
-            repairs.repaired += int((self.repaired & mine).sum())
+            repairs.repaired += int(repaired[index])
             repairs.drop(f"made no sample for {{n}} row(s) with fewer than {spec.history and spec.history.get('min_length')} "
                          "earlier row(s) of their user", int(dropped[index]))
             for name, unknown in self.unknown.items():
                 repairs.note(f"mapped the '{name}' of {{n}} row(s) to the OOV id (unknown to the fitted preprocessing)",
                              unknown["rows"])
-            repairs.finish(int(mine.sum()) - int(dropped[index]))
+            repairs.finish(int(rows[index]) - int(dropped[index]))
             if self.verbose is not False:
                 repairs.report()
         negatives = spec.label.get("negatives", 0) if self.fitted is None else 0
@@ -660,3 +663,82 @@ def _lerp(a, b, t):
     difference = b - a
     out = a + difference * t
     return np.where(t >= 0.5, b - difference * (1 - t), out)
+
+
+# ---------------------------------------------------------------------------------------- fit arithmetic
+# Shared by the in-memory build (one process or several) and the streaming build (spec_streaming).
+def shared_column(columns, options):
+    """The cand_ categorical column whose vocabulary a list column shares (same feature), or None."""
+    return next((name for name, other in columns.items() if other["role"] == "cand"
+                 and other["type"] == "categorical" and other["feature"] == options["feature"]), None)
+
+
+def fitted_tokens(tokens, lengths, train, length):
+    """bool [T]: the list tokens the vocabulary is fitted on: the newest `length` of each training row's list."""
+    row_of = np.repeat(np.arange(lengths.size), lengths)
+    rank = np.arange(tokens.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return train[row_of] & (rank >= np.repeat(lengths, lengths) - length)
+
+
+def hashed_state(options):
+    return {"kind": "hashed", "buckets": options["hash_buckets"], "hash": "farmhash64"}
+
+
+def vocabulary_state(options, values, counts):
+    """A vocabulary from the training rows' distinct values and their counts: values seen at least
+    min_count times, most frequent first (ties in text order), at most max_size; ids 1.. in that order."""
+    tokens = np.asarray(values.to_numpy(zero_copy_only=False), dtype=object)
+    counts = np.asarray(counts, dtype=np.int64)
+    keep = counts >= options["min_count"]
+    tokens, counts = tokens[keep], counts[keep]
+    order = np.lexsort((tokens.astype(str), -counts)) if tokens.size else np.zeros(0, np.int64)
+    if options["max_size"] is not None:
+        order = order[: options["max_size"]]
+    return {"kind": "vocabulary", "tokens": [str(t) for t in tokens[order]]}
+
+
+def transformed(options, values):
+    """A numeric column's values before the fit: log1p (sign kept) when asked; NaN where missing."""
+    if options["log1p"]:
+        return np.sign(values) * np.log1p(np.abs(values))
+    return values
+
+
+def fill_value(options, count, total):
+    """The fill of missing values: the mean of the `count` present training values (summing to `total`), or the
+    spec's constant."""
+    if options["fill"] == "mean":
+        return float(total / count) if count else 0.0
+    return float(options["fill"])
+
+
+def bucket_edges(n, buckets, order_statistics):
+    """Equal-frequency bucket edges of n training values: np.quantile's linear interpolation at q = i /
+    buckets, from `order_statistics(k)` (the k-th smallest values, k sorted); distinct edges."""
+    if not n:
+        return []
+    virtual = (n - 1) * (np.arange(1, buckets) / buckets)
+    previous = np.floor(virtual).astype(np.int64)
+    following = np.minimum(previous + 1, n - 1)
+    wanted = np.unique(np.concatenate([previous, following]))
+    found = np.asarray(order_statistics(wanted))
+    low, high = found[np.searchsorted(wanted, previous)], found[np.searchsorted(wanted, following)]
+    return [float(e) for e in np.unique(_lerp(low, high, virtual - previous))]
+
+
+def time_cut(n, fractions, order_statistics):
+    """[validation start, test start] times of a time-fraction split of n rows, from `order_statistics(k)`
+    (the k-th earliest times)."""
+    positions = [min(int(n * fractions[0]), n - 1), min(int(n * (fractions[0] + fractions[1])), n - 1), n - 1]
+    cut = [int(v) for v in order_statistics(positions)]
+    if fractions[2] == 0:
+        cut[1] = cut[2] + 1
+    if fractions[1] == 0:
+        cut[0] = cut[1]
+    return cut[:2]
+
+
+def order_split(index, n, fractions):
+    """Split codes of rows at positions `index` of n rows: the first fraction trains, then validation, test."""
+    train_end, valid_end = int(n * fractions[0] + 1e-9), int(n * (fractions[0] + fractions[1]) + 1e-9)
+    return np.where(index < train_end, 0, np.where(index < valid_end, 1, 2)).astype(np.int8)
