@@ -58,6 +58,16 @@ class CriteoSampleTest(TestCase):
         self.assertEqual(len(pairs), len(set(tokens)))
         self.assertEqual(len(pairs), len(set(train["cand_i3"][:, 0].tolist())))
 
+    def test_bars_fit_scores_new_rows(self):
+        # The fitted spec of a BARS numeric (an id column) is read back in scoring mode.
+        fitted = prepare("criteo", SAMPLE, protocol="bars", cache_dir=self.get_temp_dir(), min_count=1)
+        scored = prepare(None, SAMPLE, preprocessing=fitted.preprocessing(), cache_dir=self.get_temp_dir())
+        self.assertEqual(scored.rows, {"all": 200})
+        features, _ = take_all(scored, "all")
+        train, _ = take_all(fitted, "train")
+        codes = np.random.default_rng(2019).choice(3, size=200, p=[0.8, 0.1, 0.1])
+        np.testing.assert_array_equal(features["cand_i3"][codes == 0], train["cand_i3"])
+
     def test_blank_lines_do_not_move_the_row_order_split(self):
         with open(SAMPLE) as f:
             lines = f.readlines()

@@ -344,8 +344,7 @@ class DataSpec:
                 for key in ("log1p", "fill", "scale", "buckets"):
                     if key in options:
                         raise ZooError(f"spec {where}: '{key}' does not go with bars")
-                checked.update(bars=True, min_count=_positive_int(options.get("min_count", 1), f"{where} 'min_count'"),
-                               max_size=None, hash_buckets=None)
+                checked.update(bars=True, min_count=_positive_int(options.get("min_count", 1), f"{where} 'min_count'"))
             elif kind == "numeric":
                 if "min_count" in options:
                     raise ZooError(f"spec {where}: 'min_count' is for categorical (or bars) columns")

@@ -36,10 +36,20 @@ DERIVED_SIZES = {"hour": 26, "weekday": 9}  # ids 1..24 / 1..7, then OOV
 TIME_BITS = 34  # (time - earliest) < 2**34 s (544 years) beside the user code in one sortable int64 key
 
 
-def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "spec", {}), group=None):
+def stream_bytes():
+    """Files larger than this together (bytes; ZOO_STREAM_BYTES, default 1 GiB) are built streaming when the
+    spec allows it (zoo.datasets.spec_streaming): memory bounded by the distinct values, not the rows."""
+    return int(os.environ.get("ZOO_STREAM_BYTES", 2**30))
+
+
+def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "spec", {}), group=None, stream=None):
     """Reads `files` under `spec` (a DataSpec, dict or file), fits (or applies `fitted`) and writes the
     processed data set into `out_dir`; returns its info. `origin`: (data set, protocol, options) recorded in
     the fitted state (a paper reader that builds through the engine names itself there).
+
+    `stream`: build one batch of rows at a time (`spec_streaming`: the same data set, in two or three reads
+    of the files) instead of holding every row (one read); None: streaming when the files together exceed
+    `stream_bytes()` and the spec allows it.
 
     `group` (a zoo.datasets.ProcessGroup of several processes): this process reads only its shards of
     `files` (`group.shards`) and writes only their samples, under the fit made over every process's
@@ -47,6 +57,15 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
     single-process build's, but for sampled negatives (each process draws its own stream)."""
     spec = DataSpec.read(spec if fitted is None else fitted["spec"])
     group = group or ProcessGroup()
+    from zoo.datasets import spec_streaming
+
+    if stream is None:
+        stream = spec_streaming.refusal(spec, fitted, group) is None and sum(
+            os.path.getsize(path) for path in files) > stream_bytes()
+    if stream:
+        if group.size > 1:
+            raise ZooError(f"this spec cannot be built streaming: {spec_streaming.refusal(spec, fitted, group)}")
+        return spec_streaming.build(spec, files, out_dir, verbose, fitted, origin)
     numbers = np.arange(len(files))
     if group.size > 1:
         if fitted is not None:
@@ -175,7 +194,7 @@ class _Build:
         self.sharded = group.size > 1
         self.origin = origin
         self.fitted, self.verbose = fitted, verbose
-        self.kinds = {}  # repair kind -> rows per file index
+        self.kinds = {}  # repair kind -> (rank, rows per file index)
         self.states = {} if fitted is None else dict(fitted["fitted"])
         self.unknown, self._unknown_values = {}, {}
         if data is not None:
@@ -184,11 +203,13 @@ class _Build:
     def load(self, data):
         """Takes `data` (all rows, or the streaming build's next batch) as the rows to build."""
         self.data, self.rows, self._index = data, data["label"].shape[0], None
+        self.labeled = getattr(self, "labeled", True) and bool(data["labeled"])  # every batch's file has labels
         self.repaired = np.zeros(self.rows, bool)
 
-    def count(self, kind, mask):
+    def count(self, kind, mask, rank):
         """Counts the kept rows of `mask` repaired by `kind` (a row counts once among the repaired)."""
-        self.kinds[kind] = self.kinds.get(kind, 0) + np.bincount(self.data["file"][mask], minlength=len(self.accounts))
+        per_file = np.bincount(self.data["file"][mask], minlength=len(self.accounts))
+        self.kinds[kind] = (rank, self.kinds[kind][1] + per_file if kind in self.kinds else per_file)
         self.repaired |= mask
 
     # ------------------------------------------------------------------ the steps
@@ -367,7 +388,7 @@ class _Build:
     def _fit_categorical(self, name, options, values, train):
         if name in self.states:
             return self.states[name]
-        if options["hash_buckets"]:
+        if options.get("hash_buckets"):  # (a bars numeric has no hash_buckets and no max_size)
             state = hashed_state(options)
         else:
             import pyarrow as pa
@@ -421,7 +442,8 @@ class _Build:
         state = self.states.get(name) or self._fit_numeric(name, options, values, missing, train)
         if missing.any():
             self.count(f"filled {{n}} missing '{name}' value(s) with "
-                       + ("the training mean" if options["fill"] == "mean" else repr(options["fill"])), missing)
+                       + ("the training mean" if options["fill"] == "mean" else repr(options["fill"])), missing,
+                       (0, list(self.spec.columns).index(name)))
         values = np.where(missing, state["fill"], values)
         if "edges" in state:
             return (1 + np.searchsorted(np.asarray(state["edges"]), values, side="right")).astype(np.int32)
@@ -523,7 +545,8 @@ class _Build:
                                                          if ids.size else 0, 0).astype(np.int32)
             longer = lengths > L
             if longer.any():
-                self.count(f"kept the newest {L} of {{n}} '{name}' list(s) longer than {L}", longer)
+                self.count(f"kept the newest {L} of {{n}} '{name}' list(s) longer than {L}", longer,
+                           (1, list(self.spec.columns).index(name)))
         return out
 
     def _with_negatives(self, part, encoded, train, code):
@@ -626,7 +649,7 @@ class _Build:
         and `dropped` rows (kept rows that made no sample)."""
         spec = self.spec
         for index, (path, repairs) in enumerate(self.accounts.items()):
-            for kind, per_file in self.kinds.items():
+            for kind, (_, per_file) in sorted(self.kinds.items(), key=lambda item: item[1][0]):  # any batch order
                 repairs.counts[kind] += int(per_file[index])
             repairs.repaired += int(repaired[index])
             repairs.drop(f"made no sample for {{n}} row(s) with fewer than {spec.history and spec.history.get('min_length')} "
@@ -645,7 +668,7 @@ class _Build:
             sample_rate = self.fitted["info"].get("sample_rate", 1.0)
         info = {
             "spec": spec.to_dict(), "sample_rate": sample_rate, "negatives": negatives,
-            "labeled": bool(self.data["labeled"]),
+            "labeled": self.labeled,
             "repairs": " | ".join(r.summary() for r in self.accounts.values()),
             "accounting": {os.path.basename(p): r.accounting() for p, r in self.accounts.items()},
             "files": [os.path.abspath(p) for p in self.accounts],
@@ -692,7 +715,7 @@ def vocabulary_state(options, values, counts):
     keep = counts >= options["min_count"]
     tokens, counts = tokens[keep], counts[keep]
     order = np.lexsort((tokens.astype(str), -counts)) if tokens.size else np.zeros(0, np.int64)
-    if options["max_size"] is not None:
+    if options.get("max_size") is not None:
         order = order[: options["max_size"]]
     return {"kind": "vocabulary", "tokens": [str(t) for t in tokens[order]]}
 

@@ -86,33 +86,43 @@ def write_table(directory, schema, samples, info):
     write_meta(directory, "table", schema, rows, info)
 
 
-class TableWriter:
-    """Memory-mapped per-split arrays, filled chunk by chunk (row counts known from the fit pass)."""
+class TableAppender:
+    """A `Table` written batch by batch (the streaming build): `append(split, part)` adds a batch's rows
+    ({key: [n, ...] array}) to the end of each array's .npy file; `close(schema, info)` writes every file's
+    final row count into its header (space kept at the start) and meta.json. Memory: one batch."""
 
-    def __init__(self, directory, rows, spec):
-        self.arrays, self.offsets = {}, {}
-        for split, count in rows.items():
-            self.offsets[split] = 0
-            for key, (shape, dtype) in spec.items():
-                self.arrays[split, key] = np.lib.format.open_memmap(
-                    os.path.join(directory, f"{split}.{key}.npy"), mode="w+", dtype=dtype, shape=(count,) + shape
-                )
+    HEADER = 256  # bytes kept for a .npy header (format 1.0: magic, version, length, padded dict)
 
-    def write(self, split, chunk):
-        """`chunk`: {key: array [n, ...]} with every key of the spec."""
-        start = self.offsets[split]
-        n = None
-        for (s, key), array in self.arrays.items():
-            if s == split:
-                values = np.asarray(chunk[key])
-                n = values.shape[0]
-                array[start : start + n] = values
-        self.offsets[split] = start + (n or 0)
+    def __init__(self, directory):
+        self.directory, self.files, self.rows = directory, {}, {}
 
-    def close(self):
-        for array in self.arrays.values():
-            array.flush()
-        self.arrays = {}
+    def append(self, split, part):
+        for key, values in part.items():
+            values = np.ascontiguousarray(values)
+            entry = self.files.get((split, key))
+            if entry is None:
+                stream = open(os.path.join(self.directory, f"{split}.{key}.npy"), "wb")
+                stream.write(b"\0" * self.HEADER)
+                entry = self.files[split, key] = {"stream": stream, "dtype": values.dtype,
+                                                  "shape": values.shape[1:], "rows": 0}
+            if (values.dtype, values.shape[1:]) != (entry["dtype"], entry["shape"]):
+                raise ValueError(f"{split}.{key}: a batch of {values.dtype} {values.shape[1:]} after "
+                                 f"{entry['dtype']} {entry['shape']}")
+            entry["stream"].write(values.tobytes())
+            entry["rows"] += values.shape[0]
+        self.rows[split] = self.rows.get(split, 0) + int(part["labels"].shape[0])
+
+    def close(self, schema, info):
+        import struct
+
+        for entry in self.files.values():
+            header = repr({"descr": np.lib.format.dtype_to_descr(entry["dtype"]), "fortran_order": False,
+                           "shape": (entry["rows"],) + entry["shape"]}).encode("latin1")
+            room = self.HEADER - 10  # after the magic (6), the version (2) and the length (2)
+            entry["stream"].seek(0)
+            entry["stream"].write(b"\x93NUMPY\x01\x00" + struct.pack("<H", room) + header.ljust(room - 1) + b"\n")
+            entry["stream"].close()
+        write_meta(self.directory, "table", schema, self.rows, info)
 
 
 def open_processed(directory):

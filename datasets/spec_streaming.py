@@ -1,0 +1,297 @@
+"""The data-spec engine's streaming build: files larger than memory, one batch of rows at a time.
+
+The in-memory build (`spec_engine`) holds every kept row's columns, so its memory grows with the file. The
+streaming build holds one batch (`BATCH_ROWS` rows) and the fit's statistics, which grow with the
+distinct values, not the rows: each categorical column's (and list column's) distinct training values
+with their counts, each numeric column's count, mean and squared deviations (Chan et al.'s pairwise
+update), and for bucketed numerics their distinct training values with counts. It reads the files:
+
+1. (time- and order-fraction splits only) the label and time columns: how many rows are kept and their
+   times' distinct values with counts, for the split's cut;
+2. every column: the files' accounts (read = kept + repaired + dropped) and the statistics of the
+   training rows; then the fit (the same functions as the in-memory build's: `spec_engine.vocabulary_state`,
+   `bucket_edges`, `time_cut`, `order_split`);
+3. every column again: each batch encoded under the fit and appended to the processed arrays
+   (`storage.TableAppender`).
+
+A scoring-mode read (a fitted preprocessing given) reads once (3). The processed data equal the in-memory
+build's: the same rows, splits, ids, vocabularies and bucket edges (exact order statistics, np.quantile's
+interpolation); the numeric fill, mean and deviation are summed in another order (equal to about 1e-15
+relative). It serves the specs whose build needs no global reordering: not a history built from the log
+(rows sorted by user and time), a per-user split or sampled negatives (drawn over all rows), nor a process
+group (each process holds only its own shards in memory).
+"""
+
+import numpy as np
+
+from zoo.datasets import spec_engine as engine
+from zoo.datasets import storage
+from zoo.datasets.process_group import ProcessGroup
+from zoo.datasets.reading import Repairs
+from zoo.errors import ZooError
+
+BATCH_ROWS = 2**19  # rows encoded at once (pyarrow's vocabulary lookup costs O(vocabulary) per batch)
+
+
+def refusal(spec, fitted=None, group=None):
+    """Why `spec` cannot be built streaming (None when it can)."""
+    if group is not None and group.size > 1:
+        return "under a process group each process builds its own shards in memory"
+    if spec.history_from_log():
+        return "a history built from the log sorts every row by user and time"
+    if fitted is None and spec.split["by"] == "user":
+        return "a per-user split sorts every row by user"
+    if fitted is None and spec.label.get("events") and spec.label.get("negatives"):
+        return "sampled negatives are drawn over every row"
+    return None
+
+
+def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "spec", {})):
+    """`spec_engine.build`'s data set, built streaming (see the module); returns its info."""
+    why = refusal(spec, fitted)
+    if why:
+        raise ZooError(f"this spec cannot be built streaming: {why}")
+    accounts = {path: Repairs(path) for path in files}
+    maker = engine._Build(spec, None, accounts, out_dir, fitted, verbose, origin, ProcessGroup(),
+                          np.arange(len(files)))
+    splits = _Splits(spec, files, fitted is not None)
+    if fitted is None:
+        statistics = _Statistics(spec)
+        rows = np.zeros(3, np.int64)
+        for data in _batches(spec, files, accounts, scoring=False):
+            codes = splits.codes(maker, data)
+            rows += np.bincount(codes, minlength=3)
+            statistics.add(data, codes == 0)
+        if not rows.sum():
+            raise ZooError(f"{files[0]}: no row is left ({next(iter(accounts.values())).summary()})")
+        if not rows[0]:
+            raise ZooError("the split leaves no training row: check 'split' against the data's times")
+        maker.states = statistics.states()
+        splits.restart()
+    writer = storage.TableAppender(out_dir)
+    per_file = np.zeros((3, len(files)), np.int64)  # kept rows, repaired rows, rows that made no sample
+    reading = accounts if fitted is not None else {path: Repairs(path) for path in files}  # counted once
+    for data in _batches(spec, files, reading, scoring=fitted is not None):
+        maker.load(data)
+        codes = splits.codes(maker, data)
+        encoded = maker._encode(codes == 0)
+        samples, _, dropped = maker._samples(codes, encoded, codes == 0)
+        per_file += np.stack([*maker._per_file(), dropped])
+        for name, part in samples.items():
+            writer.append(name, part)
+    if not per_file[0].sum():
+        raise ZooError(f"{files[0]}: no row is left ({next(iter(accounts.values())).summary()})")
+    schema = maker._schema()
+    info = maker._finish(per_file[2], per_file[0], per_file[1])
+    info["streamed"] = {"batch_rows": BATCH_ROWS, "reads": splits.reads + (1 if fitted is None else 0) + 1}
+    writer.close(schema, info)
+    maker.save_fit(schema, info)
+    return info
+
+
+def _batches(spec, files, accounts, scoring, only=None):
+    """Yields the kept rows of every file, in order, as data dicts of about BATCH_ROWS rows."""
+    pending, rows = [], 0
+    for index, path in enumerate(files):
+        for part in engine._file_parts(spec, index, path, scoring, accounts[path], only):
+            pending.append(part)
+            rows += part["label"].size
+            if rows >= BATCH_ROWS:
+                yield engine._join(pending)
+                pending, rows = [], 0
+    if pending:
+        yield engine._join(pending)
+
+
+class _Splits:
+    """Each batch's split codes, as the in-memory build gives them to the same rows."""
+
+    def __init__(self, spec, files, scoring):
+        self.spec, self.reads = spec, 0
+        split = spec.split
+        self.n = self.cut = None
+        if not scoring and split["by"] in ("time", "order"):  # read 1: how many rows, and when
+            only = [name for name in (spec.label.get("column"), spec.time and spec.time["column"]) if name]
+            times = _Distinct()
+            self.n = 0
+            for data in _batches(spec, files, {path: Repairs(path) for path in files}, scoring, only):
+                self.n += data["label"].size
+                if split["by"] == "time":
+                    times.add(data["time"])
+            self.reads = 1
+            if split["by"] == "time" and self.n:
+                self.cut = engine.time_cut(self.n, split["fractions"], times.order_statistics)
+        self.restart()
+
+    def restart(self):
+        """Back to the first row (each read gives the same codes)."""
+        self.offset = 0
+        self.rng = np.random.default_rng(self.spec.split.get("seed"))
+
+    def codes(self, maker, data):
+        rows = data["label"].size
+        split, start = self.spec.split, self.offset
+        self.offset += rows
+        if maker.fitted is not None or split["by"] == "date":
+            maker.load(data)
+            return maker._split()
+        fractions = split["fractions"]
+        if split["by"] == "time":
+            from zoo.datasets import preprocess
+
+            return preprocess.split_by_time(data["time"], self.cut)
+        if split["by"] == "random":  # the same stream as one draw over every row (PCG64 doubles, in order)
+            return self.rng.choice(3, size=rows, p=fractions).astype(np.int8)
+        return engine.order_split(start + np.arange(rows), self.n, fractions)
+
+
+class _Distinct:
+    """Distinct numbers with their counts, merged batch by batch (memory: the distinct values)."""
+
+    def __init__(self):
+        self.values, self.counts = np.zeros(0), np.zeros(0, np.int64)
+
+    def add(self, values, counts=None):
+        values = np.concatenate([self.values, values])
+        counts = np.concatenate([self.counts, np.ones(len(values) - len(self.counts), np.int64)
+                                 if counts is None else counts])
+        self.values, inverse = np.unique(values, return_inverse=True)
+        self.counts = np.bincount(inverse.reshape(-1), weights=counts, minlength=self.values.size).astype(np.int64)
+
+    def order_statistics(self, positions):
+        """The k-th smallest values (k from 0) of the multiset, for each k of `positions`."""
+        return self.values[np.searchsorted(np.cumsum(self.counts), np.asarray(positions), side="right")]
+
+
+class _Counts:
+    """Distinct strings with their counts (pyarrow), merged when the unmerged batches outgrow the merged."""
+
+    def __init__(self):
+        self.tables, self.merged_rows, self.pending_rows = [], 0, 0
+
+    def add(self, values):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        counts = pc.value_counts(values)
+        self.tables.append(pa.table({"v": counts.field("values").cast(pa.string()),
+                                     "c": counts.field("counts").cast(pa.int64())}))
+        self.pending_rows += len(counts)
+        if self.pending_rows > max(self.merged_rows, 2**18):
+            self._merge()
+
+    def _merge(self):
+        import pyarrow as pa
+
+        if len(self.tables) > 1:
+            grouped = pa.concat_tables(self.tables).group_by("v").aggregate([("c", "sum")])
+            self.tables = [pa.table({"v": grouped["v"], "c": grouped["c_sum"]})]
+        self.merged_rows = sum(len(table) for table in self.tables)
+        self.pending_rows = 0
+
+    def result(self):
+        """(values, counts) pyarrow arrays."""
+        import pyarrow as pa
+
+        self._merge()
+        if not self.tables:
+            return pa.array([], pa.string()), pa.array([], pa.int64())
+        return self.tables[0]["v"].combine_chunks(), self.tables[0]["c"].combine_chunks()
+
+
+class _Moments:
+    """A numeric column's present training values: count, sum, mean and squared deviations (pairwise
+    update), the missing count, and (for buckets) the distinct values with counts."""
+
+    def __init__(self, bucketed):
+        self.count = self.total = self.mean = self.squares = 0.0
+        self.missing = 0
+        self.distinct = _Distinct() if bucketed else None
+
+    def add(self, values):
+        missing = np.isnan(values)
+        self.missing += int(missing.sum())
+        present = values[~missing]
+        if present.size:
+            self.count, self.mean, self.squares = _combine(
+                (self.count, self.mean, self.squares), (present.size, present.mean(), np.square(present - present.mean()).sum()))
+            self.total += float(present.sum())
+            if self.distinct is not None:
+                self.distinct.add(present)
+
+    def state(self, options):
+        fill = engine.fill_value(options, self.count, self.total)
+        state = {"kind": "numeric", "log1p": options["log1p"], "fill": fill}
+        n, mean, squares = _combine((self.count, self.mean, self.squares), (self.missing, fill, 0.0))
+        if options["scale"] == "standardize":
+            std = float(np.sqrt(squares / n)) if n else 1.0
+            state.update(mean=float(mean) if n else 0.0, std=std if std > 0 else 1.0)
+        if options["buckets"]:
+            if self.missing:
+                self.distinct.add(np.asarray([fill]), np.asarray([self.missing]))
+            state.update(buckets=options["buckets"],
+                         edges=engine.bucket_edges(int(n), options["buckets"], self.distinct.order_statistics))
+        return state
+
+
+def _combine(a, b):
+    """(count, mean, sum of squared deviations) of two parts together (Chan, Golub and LeVeque)."""
+    (na, ma, sa), (nb, mb, sb) = a, b
+    n = na + nb
+    if not nb:
+        return a
+    if not na:
+        return b
+    delta = mb - ma
+    return n, ma + delta * nb / n, sa + sb + delta * delta * na * nb / n
+
+
+class _Statistics:
+    """The fit's statistics over the training rows, batch by batch; `states()` gives the fitted state the
+    in-memory build gives (same keys, same order)."""
+
+    def __init__(self, spec):
+        self.spec, self.counts, self.moments = spec, {}, {}
+
+    def add(self, data, train):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        spec, mask = self.spec, pa.array(train)
+        for name, options in spec.columns.items():
+            kind = options["type"]
+            if options.get("hash_buckets") or kind == "list" and engine.shared_column(spec.columns, options):
+                continue
+            if kind == "categorical":
+                values = pc.filter(data["text"][name], mask)
+            elif kind == "numeric" and options.get("bars"):
+                values = engine._bars_tokens(data["numeric"][name][train])
+            elif kind == "numeric":
+                self.moments.setdefault(name, _Moments(bool(options["buckets"]))).add(
+                    engine.transformed(options, data["numeric"][name][train]))
+                continue
+            else:
+                tokens, lengths = data["list"][name]
+                values = pa.array(tokens[engine.fitted_tokens(tokens, lengths, train, spec.sequence_length)],
+                                  pa.string())
+            self.counts.setdefault(name, _Counts()).add(values)
+
+    def states(self):
+        columns, states = self.spec.columns, {}
+        for name, options in columns.items():
+            if options["type"] == "list":
+                continue
+            if options["type"] == "numeric" and not options.get("bars"):
+                states[name] = self.moments.get(name, _Moments(bool(options["buckets"]))).state(options)
+            else:
+                states[name] = self._categorical(name, options)
+        for name, options in columns.items():
+            if options["type"] == "list":
+                shared = engine.shared_column(columns, options)
+                states[name] = {"kind": "shared", "column": shared} if shared else self._categorical(name, options)
+        return states
+
+    def _categorical(self, name, options):
+        if options.get("hash_buckets"):
+            return engine.hashed_state(options)
+        return engine.vocabulary_state(options, *self.counts.get(name, _Counts()).result())

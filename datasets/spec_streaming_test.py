@@ -1,0 +1,225 @@
+import json
+import os
+from unittest import mock
+
+import numpy as np
+
+from tests.testing import SHARED_DATA, TestCase
+from zoo.datasets import spec_engine, spec_reading, spec_streaming, storage
+from zoo.errors import ZooError
+
+CRITEO = SHARED_DATA / "deepctr" / "criteo_sample.txt"
+
+
+def write_wide_log(path, rows=500, seed=0):
+    """A headered CSV with every column kind the streaming build serves: string ids, a quoted title, a
+    '^'-joined item list sharing the item vocabulary, a tag list of its own, counts with gaps, prices."""
+    rng = np.random.default_rng(seed)
+    start = 1_700_000_000
+    times = np.sort(rng.integers(0, 20 * 86400, size=rows)) + start
+    with open(path, "w") as f:
+        f.write("price,clicked,ts,user,item,title,count,tags,seen,device,weight\n")
+        for i in range(rows):
+            item = int(rng.zipf(1.6)) % 60
+            seen = "^".join(f"sku{int(x)}" for x in rng.integers(0, 60, size=rng.integers(0, 9)))
+            tags = "^".join(f"t{int(x)}" for x in rng.integers(0, 15, size=rng.integers(0, 4)))
+            price = "" if i % 11 == 0 else f"{rng.gamma(2.0, 10.0):.3f}"
+            count = "" if i % 7 == 0 else str(int(rng.integers(0, 40)))
+            weight = "" if i % 5 == 0 else f"{rng.normal(3.0, 2.0):.2f}"
+            f.write(f'{price},{int(rng.random() < 0.3)},{int(times[i])},u{int(rng.integers(0, 40))},sku{item},'
+                    f'"Item {item}, size {item % 3}",{count},{tags},{seen},{["ios", "web"][i % 2]},{weight}\n')
+    return path
+
+
+def wide_spec(split):
+    return {
+        "source": {"format": "csv", "delimiter": ",", "header": True},
+        "label": {"column": "clicked"},
+        "time": {"column": "ts", "format": "unix_s", "derive": ["hour", "weekday"]},
+        "user": "user",
+        "item": "item",
+        "columns": {
+            "user": {"role": "user", "max_size": 25},
+            "item": {"role": "cand", "min_count": 2},
+            "title": {"role": "cand", "hash_buckets": 97},
+            "device": {"role": "ctx"},
+            "count": {"role": "ctx", "type": "numeric", "bars": True, "min_count": 2},
+            "price": {"role": "num", "type": "numeric", "log1p": True, "scale": "standardize"},
+            "weight": {"role": "cand", "type": "numeric", "buckets": 6, "fill": 0},
+            "seen": {"role": "hist", "type": "list", "separator": "^", "feature": "item"},
+            "tags": {"role": "hist", "type": "list", "separator": "^", "min_count": 3},
+        },
+        "history": {"from": "columns"},
+        "sequence_length": 5,
+        "split": split,
+    }
+
+
+def arrays(directory):
+    return {name[:-4]: np.load(os.path.join(directory, name)) for name in sorted(os.listdir(directory))
+            if name.endswith(".npy")}
+
+
+def meta(directory):
+    with open(os.path.join(directory, "meta.json")) as f:
+        return json.load(f)
+
+
+class StreamingBuildTest(TestCase):
+    """The streaming build gives the in-memory build's data set, batch boundaries anywhere."""
+
+    def setUp(self):
+        super().setUp()
+        self.folder = self.get_temp_dir()
+
+    def both(self, spec, files, batch_rows=37, **kwargs):
+        """(in-memory dir, streaming dir), the second with small batches and 1 KiB read blocks."""
+        out = []
+        for stream in (False, True):
+            directory = os.path.join(self.folder, f"{len(os.listdir(self.folder))}-{stream}")
+            os.makedirs(directory)
+            with mock.patch.object(spec_streaming, "BATCH_ROWS", batch_rows), \
+                    mock.patch.object(spec_reading, "BLOCK_BYTES", 1024 if stream else spec_reading.BLOCK_BYTES):
+                spec_engine.build(spec, files, directory, verbose=False, stream=stream, **kwargs)
+            out.append(directory)
+        return out
+
+    def assert_same(self, memory, streamed, exact=True):
+        expected, got = arrays(memory), arrays(streamed)
+        self.assertEqual(sorted(expected), sorted(got))
+        for name, values in expected.items():
+            self.assertEqual((values.dtype, values.shape), (got[name].dtype, got[name].shape), name)
+            if name.split(".")[1] == "num_price" and not exact:  # standardized: sums in another order
+                np.testing.assert_allclose(got[name], values, rtol=1e-6, atol=1e-6, err_msg=name)
+            else:
+                np.testing.assert_array_equal(got[name], values, err_msg=name)
+        first, second = meta(memory), meta(streamed)
+        self.assertEqual(first["rows"], second["rows"])
+        self.assertEqual(first["schema"], second["schema"])
+        self.assertEqual(first["info"]["accounting"], second["info"]["accounting"])
+        self.assertEqual(first["info"]["repairs"], second["info"]["repairs"])
+        self.assertIn("streamed", second["info"])
+        return first, second
+
+    def assert_same_fit(self, memory, streamed):
+        fits = []
+        for directory in (memory, streamed):
+            with open(os.path.join(directory, "preprocessing.json")) as f:
+                fits.append(json.load(f)["fitted"])
+        self.assertEqual(list(fits[0]), list(fits[1]))  # same columns, same order
+        for name, state in fits[0].items():
+            other = fits[1][name]
+            self.assertEqual(sorted(state), sorted(other), name)
+            for key, value in state.items():
+                if key in ("mean", "std", "fill"):
+                    self.assertAlmostEqual(other[key], value, delta=1e-12 * max(1.0, abs(value)), msg=(name, key))
+                else:
+                    self.assertEqual(other[key], value, (name, key))
+
+    def test_every_split_and_column_kind_over_shards(self):
+        files = [write_wide_log(os.path.join(self.folder, f"part-{i}.csv"), rows=rows, seed=i)
+                 for i, rows in enumerate((300, 7, 220))]
+        splits = [{"by": "time", "fractions": [0.7, 0.2, 0.1]}, {"by": "order", "fractions": [0.6, 0.3, 0.1]},
+                  {"by": "random", "fractions": [0.8, 0.1, 0.1], "seed": 5},
+                  {"by": "date", "validation": "2023-11-25", "test": "2023-11-28"}]
+        for split in splits:
+            with self.subTest(split=split["by"]):
+                memory, streamed = self.both(wide_spec(split), files)
+                first, _ = self.assert_same(memory, streamed, exact=False)
+                self.assertEqual(sum(first["rows"].values()), 527)
+                self.assertGreater(min(first["rows"].values()), 0)
+                self.assert_same_fit(memory, streamed)
+        _, second = meta(memory), meta(streamed)
+        self.assertEqual(second["info"]["streamed"]["reads"], 2)  # a date split needs no counting read
+
+    def test_scoring_mode_reads_once_and_counts_unknown_values(self):
+        train = write_wide_log(os.path.join(self.folder, "train.csv"), rows=400, seed=1)
+        later = write_wide_log(os.path.join(self.folder, "later.csv"), rows=300, seed=9)
+        fit_dir = os.path.join(self.folder, "fit")
+        os.makedirs(fit_dir)
+        spec_engine.build(wide_spec({"by": "time", "fractions": [0.8, 0.1, 0.1]}), [train], fit_dir, verbose=False)
+        with open(os.path.join(fit_dir, "preprocessing.json")) as f:
+            fitted = json.load(f)
+        memory, streamed = self.both(None, [later], batch_rows=50, fitted=fitted)
+        first, second = self.assert_same(memory, streamed)
+        self.assertEqual(first["info"]["unknown_ids"], second["info"]["unknown_ids"])
+        self.assertGreater(first["info"]["unknown_ids"]["user"]["values"], 0)
+        self.assertEqual(second["info"]["streamed"]["reads"], 1)
+
+    def test_criteo_sample_as_the_deres_protocol(self):
+        from zoo.datasets import criteo
+
+        with open(CRITEO) as f:
+            header = f.readline().startswith("label")
+        spec = criteo.spec("deres", dict(criteo.OPTIONS["deres"], min_count=2), ",", header)
+        memory, streamed = self.both(spec, [str(CRITEO)], batch_rows=23)
+        first, _ = self.assert_same(memory, streamed)
+        self.assertEqual(meta(streamed)["info"]["streamed"]["reads"], 3)  # count, fit, encode
+        self.assertGreater(first["rows"]["train"], 0)
+
+    def test_files_over_the_threshold_stream_and_specs_that_cannot_are_refused(self):
+        path = write_wide_log(os.path.join(self.folder, "log.csv"), rows=60)
+        spec = wide_spec({"by": "order", "fractions": [0.8, 0.1, 0.1]})
+        out = os.path.join(self.folder, "auto")
+        os.makedirs(out)
+        with mock.patch.dict(os.environ, {"ZOO_STREAM_BYTES": "100"}):
+            info = spec_engine.build(spec, [path], out, verbose=False)
+        self.assertIn("streamed", info)
+        logged = dict(wide_spec({"by": "user", "fractions": [0.8, 0.1, 0.1]}))
+        with self.assertRaisesRegex(ZooError, "^this spec cannot be built streaming: a per-user split sorts"):
+            spec_engine.build(logged, [path], os.path.join(self.folder, "no"), verbose=False, stream=True)
+        logged = dict(spec, history={"from": "log", "fields": ["item"]})
+        logged["columns"] = {k: v for k, v in spec["columns"].items() if v.get("type") != "list"}
+        with self.assertRaisesRegex(ZooError, "a history built from the log sorts every row"):
+            spec_engine.build(logged, [path], os.path.join(self.folder, "no"), verbose=False, stream=True)
+        out = os.path.join(self.folder, "memory")
+        os.makedirs(out)
+        with mock.patch.dict(os.environ, {"ZOO_STREAM_BYTES": "100"}):  # over the threshold, but must sort
+            info = spec_engine.build(logged, [path], out, verbose=False)
+        self.assertNotIn("streamed", info)
+
+    def test_bad_rows_are_named_as_in_memory(self):
+        path = write_wide_log(os.path.join(self.folder, "log.csv"), rows=120)
+        with open(path) as f:
+            lines = f.readlines()
+        lines[90] = lines[90].replace(",0,", ",2,", 1) if ",0," in lines[90] else lines[90].replace(",1,", ",2,", 1)
+        with open(path, "w") as f:
+            f.writelines(lines)
+        spec = wide_spec({"by": "random", "fractions": [0.8, 0.1, 0.1], "seed": 1})
+        for stream in (False, True):
+            with mock.patch.object(spec_reading, "BLOCK_BYTES", 1024), \
+                    self.assertRaisesRegex(ZooError, r"log\.csv, line 91: column 'clicked' should be 0 or 1, found '2'"):
+                spec_engine.build(spec, [path], os.path.join(self.folder, f"bad-{stream}"), verbose=False,
+                                  stream=stream)
+
+
+class TableAppenderTest(TestCase):
+    def test_batches_make_the_arrays_np_save_would(self):
+        folder = self.get_temp_dir()
+        writer = storage.TableAppender(folder)
+        rng = np.random.default_rng(0)
+        parts = [{"labels": rng.random(n).astype(np.float32), "hist_x": rng.integers(0, 9, (n, 3)).astype(np.int32),
+                  "line": np.arange(n, dtype=np.int64)} for n in (4, 0, 11)]
+        for part in parts:
+            writer.append("train", part)
+        writer.append("test", {key: values[:0] for key, values in parts[0].items()})
+        writer.close(_schema(), {"note": "x"})
+        for key in parts[0]:
+            expected = np.concatenate([part[key] for part in parts])
+            for mmap in (None, "r"):
+                got = np.load(os.path.join(folder, f"train.{key}.npy"), mmap_mode=mmap)
+                self.assertEqual((got.dtype, got.shape), (expected.dtype, expected.shape))
+                np.testing.assert_array_equal(got, expected)
+            self.assertEqual(np.load(os.path.join(folder, f"test.{key}.npy")).shape, (0,) + expected.shape[1:])
+        self.assertEqual(meta(folder)["rows"], {"train": 15, "test": 0})
+        other = storage.TableAppender(self.get_temp_dir())
+        other.append("train", {"labels": np.zeros(2, np.float32)})
+        with self.assertRaisesRegex(ValueError, r"train.labels: a batch of float64 \(\) after float32 \(\)"):
+            other.append("train", {"labels": np.zeros(2)})
+
+
+def _schema():
+    from zoo.feature import Feature
+    from zoo.schema import Schema
+
+    return Schema(features=[Feature("x", "hist", 10, 4)], sequence_length=3)
