@@ -92,10 +92,11 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
 KEYS = ("label", "time", "line", "file", "rule")  # the per-row parts beside the columns
 
 
-def _file_parts(spec, index, path, scoring, repairs, only=None):
+def _file_parts(spec, index, path, scoring, repairs, only=None, block_bytes=None):
     """Yields one part per chunk of the file `index` (`path`): {"label", "time", "line", "file", "rule":
     [kept rows] (None when the spec has none), "text"/"numeric"/"list": {column: values}, "labeled"}.
-    `only` (column names) reads just those columns (which rows are kept: the label's and the time's)."""
+    `only` (column names) reads just those columns (which rows are kept: the label's and the time's);
+    `block_bytes`: spec_reading.read_chunks'."""
     import pyarrow as pa
 
     label_column = spec.label.get("column")
@@ -103,7 +104,7 @@ def _file_parts(spec, index, path, scoring, repairs, only=None):
     wanted = spec.read_columns() if only is None else [name for name in spec.read_columns() if name in only]
     present = spec_reading.check_columns(path, spec.source, wanted, optional)
     labeled = label_column is None or label_column in present
-    for chunk in spec_reading.read_chunks(path, spec.source, present, repairs):
+    for chunk in spec_reading.read_chunks(path, spec.source, present, repairs, block_bytes):
         if not labeled:
             label, keep = np.zeros(chunk.rows, np.float32), np.ones(chunk.rows, bool)
         else:

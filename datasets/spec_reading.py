@@ -108,8 +108,10 @@ def check_columns(path, source, wanted, optional=()):
     return [name for name in wanted if name in have]
 
 
-def read_chunks(path, source, columns, repairs):
-    """Yields the `Chunk`s of one file holding `columns`; counts its rows in `repairs.read`."""
+def read_chunks(path, source, columns, repairs, block_bytes=None):
+    """Yields the `Chunk`s of one file holding `columns`; counts its rows in `repairs.read`. `block_bytes`
+    (default BLOCK_BYTES): CSV and JSON blocks (pyarrow parses some 30 blocks ahead of the caller)."""
+    block_bytes = block_bytes or BLOCK_BYTES
     import pyarrow as pa
 
     fmt = source["format"]
@@ -138,7 +140,7 @@ def read_chunks(path, source, columns, repairs):
             reader = pcsv.open_csv(
                 path,
                 read_options=pcsv.ReadOptions(column_names=None if source["header"] else names,
-                                              block_size=BLOCK_BYTES),
+                                              block_size=block_bytes),
                 parse_options=pcsv.ParseOptions(delimiter=source["delimiter"], quote_char=source["quote"] or False,
                                                 newlines_in_values=bool(source["quote"]), invalid_row_handler=invalid),
                 convert_options=pcsv.ConvertOptions(column_types={name: pa.string() for name in columns},
@@ -160,7 +162,7 @@ def read_chunks(path, source, columns, repairs):
 
         refused = []
         try:
-            batches = iter(pj.open_json(path, read_options=pj.ReadOptions(block_size=BLOCK_BYTES)))
+            batches = iter(pj.open_json(path, read_options=pj.ReadOptions(block_size=block_bytes)))
         except pa.ArrowInvalid as error:
             raise ZooError(f"{path}: not JSON lines ({str(error).splitlines()[0]})") from None
     while True:

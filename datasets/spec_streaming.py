@@ -30,7 +30,8 @@ from zoo.datasets.process_group import ProcessGroup
 from zoo.datasets.reading import Repairs
 from zoo.errors import ZooError
 
-BATCH_ROWS = 2**19  # rows encoded at once (pyarrow's vocabulary lookup costs O(vocabulary) per batch)
+BATCH_ROWS = 2**17  # rows encoded at once (pyarrow's vocabulary lookup costs O(vocabulary) per batch)
+BLOCK_BYTES = 2**20  # CSV/JSON blocks: pyarrow's reader parses ~30 ahead (16 MiB blocks held 530 MiB)
 
 
 def refusal(spec, fitted=None, group=None):
@@ -93,7 +94,7 @@ def _batches(spec, files, accounts, scoring, only=None):
     """Yields the kept rows of every file, in order, as data dicts of about BATCH_ROWS rows."""
     pending, rows = [], 0
     for index, path in enumerate(files):
-        for part in engine._file_parts(spec, index, path, scoring, accounts[path], only):
+        for part in engine._file_parts(spec, index, path, scoring, accounts[path], only, BLOCK_BYTES):
             pending.append(part)
             rows += part["label"].size
             if rows >= BATCH_ROWS:
@@ -177,7 +178,7 @@ class _Counts:
         self.tables.append(pa.table({"v": counts.field("values").cast(pa.string()),
                                      "c": counts.field("counts").cast(pa.int64())}))
         self.pending_rows += len(counts)
-        if self.pending_rows > max(self.merged_rows, 2**18):
+        if self.pending_rows > max(self.merged_rows, 2**16):
             self._merge()
 
     def _merge(self):

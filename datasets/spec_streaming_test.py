@@ -79,7 +79,7 @@ class StreamingBuildTest(TestCase):
             directory = os.path.join(self.folder, f"{len(os.listdir(self.folder))}-{stream}")
             os.makedirs(directory)
             with mock.patch.object(spec_streaming, "BATCH_ROWS", batch_rows), \
-                    mock.patch.object(spec_reading, "BLOCK_BYTES", 1024 if stream else spec_reading.BLOCK_BYTES):
+                    mock.patch.object(spec_streaming, "BLOCK_BYTES", 1024):
                 spec_engine.build(spec, files, directory, verbose=False, stream=stream, **kwargs)
             out.append(directory)
         return out
@@ -187,7 +187,7 @@ class StreamingBuildTest(TestCase):
             f.writelines(lines)
         spec = wide_spec({"by": "random", "fractions": [0.8, 0.1, 0.1], "seed": 1})
         for stream in (False, True):
-            with mock.patch.object(spec_reading, "BLOCK_BYTES", 1024), \
+            with mock.patch.object(spec_streaming, "BLOCK_BYTES", 1024), \
                     self.assertRaisesRegex(ZooError, r"log\.csv, line 91: column 'clicked' should be 0 or 1, found '2'"):
                 spec_engine.build(spec, [path], os.path.join(self.folder, f"bad-{stream}"), verbose=False,
                                   stream=stream)
