@@ -16,6 +16,11 @@ labels 0 and `info["labeled"] = False`).
 Every row read is kept, repaired (a filled numeric, a history list cut to its newest L) or dropped (an
 empty label, an unreadable time with on_error "drop", fewer than min_length earlier rows): the account
 of each file is printed and stored in the info (`accounting`), read = kept + repaired + dropped.
+
+This build holds every kept row's columns (one read; memory grows with the files). Files together larger
+than `stream_bytes()` (ZOO_STREAM_BYTES, default 1 GiB) are built by `spec_streaming` instead, one batch
+of rows at a time (the same data set; memory bounded by the distinct values and one batch or user
+partition), but under a process group (each process then holds its own shards).
 """
 
 import os
@@ -95,12 +100,14 @@ KEYS = ("label", "time", "line", "file", "rule")  # the per-row parts beside the
 def _file_parts(spec, index, path, scoring, repairs, only=None, block_bytes=None):
     """Yields one part per chunk of the file `index` (`path`): {"label", "time", "line", "file", "rule":
     [kept rows] (None when the spec has none), "text"/"numeric"/"list": {column: values}, "labeled"}.
-    `only` (column names) reads just those columns (which rows are kept: the label's and the time's);
+    `only` (column names) reads just those columns, and the label's and the time's (which rows are kept);
     `block_bytes`: spec_reading.read_chunks'."""
     import pyarrow as pa
 
     label_column = spec.label.get("column")
     optional = (label_column,) if scoring and label_column else ()
+    if only is not None:
+        only = set(only) | {name for name in (label_column, spec.time and spec.time["column"]) if name}
     wanted = spec.read_columns() if only is None else [name for name in spec.read_columns() if name in only]
     present = spec_reading.check_columns(path, spec.source, wanted, optional)
     labeled = label_column is None or label_column in present
@@ -116,15 +123,12 @@ def _file_parts(spec, index, path, scoring, repairs, only=None, block_bytes=None
             part["time"] = time[keep]
         part.update(label=label[keep], line=chunk.lines()[keep], file=np.full(int(keep.sum()), index, np.int32),
                     labeled=labeled, text={}, numeric={}, list={})
-        if only is not None:
-            yield part
-            continue
-        if spec.history_from_log() and spec.history["only"] is not None:
+        if only is None and spec.history_from_log() and spec.history["only"] is not None:
             part["rule"] = spec_reading.rule_holds(chunk, spec.history["only"])[keep]
         kept_all = bool(keep.all())
         rows = None if kept_all else pa.array(np.flatnonzero(keep))
         for name in {spec.user, spec.item} | set(spec.columns):
-            if name is None:
+            if name is None or only is not None and name not in only:
                 continue
             kind = spec.columns.get(name, {}).get("type", "categorical")
             if kind == "numeric":
@@ -198,6 +202,7 @@ class _Build:
         self.kinds = {}  # repair kind -> (rank, rows per file index)
         self.states = {} if fitted is None else dict(fitted["fitted"])
         self.unknown, self._unknown_values = {}, {}
+        self.rngs, self.last_seen = {}, None  # sampled negatives: a stream per split; (streaming) attributes
         if data is not None:
             self.load(data)
 
@@ -559,7 +564,9 @@ class _Build:
         known = len(vocabulary["tokens"])
         if known < 2:
             raise ZooError(f"fewer than 2 training items in '{item}': cannot sample negatives")
-        rng = np.random.default_rng([spec.label["seed"], code] + ([self.group.rank] if self.sharded else []))
+        if code not in self.rngs:  # one stream per split, continued over a streaming build's partitions
+            self.rngs[code] = np.random.default_rng([spec.label["seed"], code] + ([self.group.rank] if self.sharded else []))
+        rng = self.rngs[code]
         item_key = f"cand_{spec.columns[item]['feature']}"
         positive = part[item_key]
         drawn = rng.integers(1, known, size=(positive.size, k))  # 1..known-1, then skip the positive's id
@@ -568,7 +575,9 @@ class _Build:
         out = {key: np.repeat(values, width, axis=0) for key, values in part.items()}
         out[item_key] = np.concatenate([positive[:, None], drawn], axis=1).reshape(-1)
         others = [name for name, options in spec.columns.items() if options["role"] == "cand" and name != item]
-        for name, attribute in zip(others, self._last_seen(encoded[item], [encoded[n] for n in others], train, known)):
+        last_seen = self.last_seen if self.last_seen is not None else self._last_seen(
+            encoded[item], [encoded[n] for n in others], train, known)
+        for name, attribute in zip(others, last_seen):
             key = f"cand_{spec.columns[name]['feature']}"
             out[key] = np.concatenate([part[key][:, None], attribute[drawn]], axis=1).reshape(-1)
         out["labels"] = np.tile(np.eye(1, width, dtype=np.float32)[0], positive.size)

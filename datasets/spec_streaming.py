@@ -1,10 +1,11 @@
 """The data-spec engine's streaming build: files larger than memory, one batch of rows at a time.
 
-The in-memory build (`spec_engine`) holds every kept row's columns, so its memory grows with the file. The
-streaming build holds one batch (`BATCH_ROWS` rows) and the fit's statistics, which grow with the
-distinct values, not the rows: each categorical column's (and list column's) distinct training values
-with their counts, each numeric column's count, mean and squared deviations (Chan et al.'s pairwise
-update), and for bucketed numerics their distinct training values with counts. It reads the files:
+The in-memory build (`spec_engine`) holds every kept row's columns, so its memory grows with the files. The
+streaming build holds one batch (`BATCH_ROWS` rows; one user partition when rows are sorted by user) and
+the fit's statistics, which grow with the distinct values, not the rows: each categorical column's (and
+list column's) distinct training values with their counts, each numeric column's count, mean and squared
+deviations (Chan et al.'s pairwise update), and for bucketed numerics their distinct training values with
+counts. Rows in file order (no history from the log, no per-user split) read the files:
 
 1. (time- and order-fraction splits only) the label and time columns: how many rows are kept and their
    times' distinct values with counts, for the split's cut;
@@ -12,14 +13,19 @@ update), and for bucketed numerics their distinct training values with counts. I
    training rows; then the fit (the same functions as the in-memory build's: `spec_engine.vocabulary_state`,
    `bucket_edges`, `time_cut`, `order_split`);
 3. every column again: each batch encoded under the fit and appended to the processed arrays
-   (`storage.TableAppender`).
+   (`storage.TableAppender`). A scoring-mode read (a fitted preprocessing given) reads only here.
 
-A scoring-mode read (a fitted preprocessing given) reads once (3). The processed data equal the in-memory
-build's: the same rows, splits, ids, vocabularies and bucket edges (exact order statistics, np.quantile's
-interpolation); the numeric fill, mean and deviation are summed in another order (equal to about 1e-15
-relative). It serves the specs whose build needs no global reordering: not a history built from the log
-(rows sorted by user and time), a per-user split or sampled negatives (drawn over all rows), nor a process
-group (each process holds only its own shards in memory).
+Rows sorted by (user, time, file order) (a history from the log, a per-user split) are sorted by
+distribution: read 1 finds every user and its row count; read 2 writes each row to the partition of its
+user (users in sorted order, about PART_ROWS rows a partition, a user never split: Arrow IPC files in a
+scratch folder beside the output); each partition is then read back and sorted in memory, in order, for
+the fit, for the last-seen attributes of sampled negatives, and to encode and append (a sample's history
+points into the events of every partition appended before).
+
+The processed data equal the in-memory build's: the same rows, splits, ids, vocabularies, bucket edges
+(exact order statistics, np.quantile's interpolation) and sampled negatives (each split's stream
+continued from partition to partition); the numeric fill, mean and deviation are summed in another order
+(equal to about 1e-15 relative). Under a process group each process builds its own shards in memory.
 """
 
 import numpy as np
@@ -31,6 +37,7 @@ from zoo.datasets.reading import Repairs
 from zoo.errors import ZooError
 
 BATCH_ROWS = 2**17  # rows encoded at once (pyarrow's vocabulary lookup costs O(vocabulary) per batch)
+PART_ROWS = 2**21  # rows of a user partition, sorted in memory (a user's rows are never split)
 BLOCK_BYTES = 2**20  # CSV/JSON blocks: pyarrow's reader parses ~30 ahead (16 MiB blocks held 530 MiB)
 
 
@@ -38,28 +45,22 @@ def refusal(spec, fitted=None, group=None):
     """Why `spec` cannot be built streaming (None when it can)."""
     if group is not None and group.size > 1:
         return "under a process group each process builds its own shards in memory"
-    if spec.history_from_log():
-        return "a history built from the log sorts every row by user and time"
-    if fitted is None and spec.split["by"] == "user":
-        return "a per-user split sorts every row by user"
-    if fitted is None and spec.label.get("events") and spec.label.get("negatives"):
-        return "sampled negatives are drawn over every row"
     return None
 
 
 def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "spec", {})):
     """`spec_engine.build`'s data set, built streaming (see the module); returns its info."""
-    why = refusal(spec, fitted)
-    if why:
-        raise ZooError(f"this spec cannot be built streaming: {why}")
     accounts = {path: Repairs(path) for path in files}
     maker = engine._Build(spec, None, accounts, out_dir, fitted, verbose, origin, ProcessGroup(),
                           np.arange(len(files)))
+    if maker._by_user():
+        return _build_by_user(spec, files, maker, accounts)
     splits = _Splits(spec, files, fitted is not None)
     if fitted is None:
         statistics = _Statistics(spec)
         rows = np.zeros(3, np.int64)
         for data in _batches(spec, files, accounts, scoring=False):
+            maker.load(data)
             codes = splits.codes(maker, data)
             rows += np.bincount(codes, minlength=3)
             statistics.add(data, codes == 0)
@@ -90,6 +91,167 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
     return info
 
 
+def _build_by_user(spec, files, maker, accounts):
+    """The build of a spec whose rows are sorted by (user, time, file order) (a history from the log, a
+    per-user split): read 1 finds the users; read 2 writes each row to the partition of its user (users
+    in rank order, about PART_ROWS rows a partition: Arrow IPC files in a scratch folder); each partition
+    is then sorted in memory, in order: once for the fit, once for the last-seen attributes of sampled
+    negatives, once to encode and append (histories point into the events appended before them)."""
+    import tempfile
+
+    import pyarrow.compute as pc
+
+    fitted = maker.fitted
+    splits = _Splits(spec, files, fitted is not None, by_user=True)
+    before = np.cumsum(splits.user_rows) - splits.user_rows
+    partition_of = before // PART_ROWS  # by user rank: a user's rows are all in one partition
+    count = int(partition_of[-1]) + 1 if partition_of.size else 0
+    with tempfile.TemporaryDirectory(prefix=".partitions-", dir=maker.out_dir) as scratch:
+        partitions = _Partitions(scratch, count)
+        offset = 0
+        for data in _batches(spec, files, accounts, fitted is not None):  # read 2: the files' accounts
+            rank = np.asarray(pc.index_in(data["text"][spec.user], value_set=splits.users), np.int64)
+            rows = data["label"].size
+            partitions.write(data, offset + np.arange(rows), rank, partition_of[rank])
+            offset += rows
+        partitions.close()
+        if not offset:
+            raise ZooError(f"{files[0]}: no row is left ({next(iter(accounts.values())).summary()})")
+
+        def sorted_partitions():
+            """Yields (split codes, sorted position) per partition, its rows loaded into `maker`, sorted."""
+            splits.restart()
+            position = 0
+            for index in range(count):
+                data, file_order, rank = partitions.read(index)
+                maker.load(data)
+                maker.user_code = rank
+                maker._take(np.lexsort((file_order, data["time"] if data["time"] is not None
+                                        else np.zeros(file_order.size, np.int64), rank)))
+                maker._index = position + np.arange(file_order.size)
+                position += file_order.size
+                yield splits.codes(maker, maker.data), maker._index
+
+        if fitted is None:
+            statistics, rows = _Statistics(spec), np.zeros(3, np.int64)
+            for codes, _ in sorted_partitions():
+                rows += np.bincount(codes, minlength=3)
+                statistics.add(maker.data, codes == 0)
+            if not rows[0]:
+                raise ZooError("the split leaves no training row: check 'split' against the data's times")
+            maker.states = statistics.states()
+            if spec.label.get("events") and spec.label.get("negatives"):
+                maker.last_seen = _last_seen(maker, sorted_partitions())
+        history = spec.history_from_log()
+        writer = storage.TableAppender(maker.out_dir)
+        per_file = np.zeros((3, len(files)), np.int64)
+        events = 0
+        for codes, _ in sorted_partitions():
+            encoded = maker._encode(codes == 0)
+            samples, store, dropped = maker._samples(codes, encoded, codes == 0)
+            per_file += np.stack([*maker._per_file(), dropped])
+            if history:
+                for part in samples.values():  # pointers into every partition's events together
+                    part["start"], part["end"] = part["start"] + events, part["end"] + events
+                writer.append("events", store, rows=False)
+                events += store["hist_time"].shape[0]
+            for name, part in samples.items():
+                writer.append(name, part)
+    schema = maker._schema()
+    info = maker._finish(per_file[2], per_file[0], per_file[1])
+    info["streamed"] = {"batch_rows": BATCH_ROWS, "partitions": count, "reads": 2}
+    writer.close(schema, info, "events" if history else "table")
+    maker.save_fit(schema, info)
+    return info
+
+
+def _last_seen(maker, partitions):
+    """Per other cand_ column, [items + 2] ids: each item's value in the training row of the highest sorted
+    position that holds it (the in-memory build's `_last_seen`, over every partition)."""
+    spec = maker.spec
+    item = spec.item
+    others = [name for name, options in spec.columns.items() if options["role"] == "cand" and name != item]
+    known = len(maker.states[item]["tokens"])
+    latest = np.full(known + 2, -1, np.int64)
+    attributes = [np.zeros(known + 2, np.int32) for _ in others]
+    for codes, position in partitions:
+        encoded = maker._encode(codes == 0)
+        rows = np.flatnonzero(codes == 0)
+        items, where = encoded[item][rows], position[rows]
+        order = np.lexsort((where, items))
+        last = order[np.append(items[order][1:] != items[order][:-1], True)] if order.size else order
+        newer = last[where[last] > latest[items[last]]]
+        latest[items[newer]] = where[newer]
+        for attribute, name in zip(attributes, others):
+            attribute[items[newer]] = encoded[name][rows][newer]
+    maker.kinds = {}  # the repairs this sweep counted are counted again when encoding
+    return attributes
+
+
+class _Partitions:
+    """Rows written to the Arrow IPC file of their partition, read back one partition at a time."""
+
+    def __init__(self, folder, count):
+        self.folder, self.count, self.writers, self.labeled = folder, count, {}, True
+
+    def write(self, data, file_order, rank, partition):
+        import pyarrow as pa
+
+        self.labeled = self.labeled and bool(data["labeled"])
+        columns = {"order": pa.array(file_order), "rank": pa.array(rank)}
+        for key in engine.KEYS:
+            if data[key] is not None:
+                columns[key] = pa.array(data[key])
+        for name, values in data["text"].items():
+            columns[f"text:{name}"] = values
+        for name, values in data["numeric"].items():
+            columns[f"numeric:{name}"] = pa.array(values)
+        for name, (tokens, lengths) in data["list"].items():
+            offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+            columns[f"list:{name}"] = pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(tokens, pa.string()))
+        table = pa.table(columns)
+        order = np.argsort(partition, kind="stable")
+        table, partition = table.take(pa.array(order)), partition[order]
+        bounds = np.flatnonzero(np.diff(partition)) + 1
+        for start, end in zip(np.concatenate([[0], bounds]), np.concatenate([bounds, [partition.size]])):
+            if end > start:
+                self._writer(int(partition[start]), table.schema).write_table(table.slice(start, end - start))
+
+    def _writer(self, index, schema):
+        import os
+
+        import pyarrow as pa
+
+        if index not in self.writers:
+            self.writers[index] = pa.ipc.new_file(os.path.join(self.folder, f"{index}.arrow"), schema)
+        return self.writers[index]
+
+    def close(self):
+        for writer in self.writers.values():
+            writer.close()
+
+    def read(self, index):
+        """(data dict, file-order index, user rank) of partition `index`'s rows, in written order."""
+        import os
+
+        import pyarrow as pa
+
+        table = pa.ipc.open_file(os.path.join(self.folder, f"{index}.arrow")).read_all().combine_chunks()
+        data = {key: table[key].to_numpy() if key in table.column_names else None for key in engine.KEYS}
+        data.update(labeled=self.labeled, text={}, numeric={}, list={})
+        for name in table.column_names:
+            kind, _, column = name.partition(":")
+            if kind == "text":
+                data["text"][column] = table[name].combine_chunks()
+            elif kind == "numeric":
+                data["numeric"][column] = table[name].to_numpy()
+            elif kind == "list":
+                lists = table[name].combine_chunks()
+                data["list"][column] = (np.asarray(lists.flatten().to_numpy(zero_copy_only=False), dtype=object),
+                                        np.diff(np.asarray(lists.offsets)).astype(np.int64))
+        return data, table["order"].to_numpy(), table["rank"].to_numpy()
+
+
 def _batches(spec, files, accounts, scoring, only=None):
     """Yields the kept rows of every file, in order, as data dicts of about BATCH_ROWS rows."""
     pending, rows = [], 0
@@ -105,23 +267,32 @@ def _batches(spec, files, accounts, scoring, only=None):
 
 
 class _Splits:
-    """Each batch's split codes, as the in-memory build gives them to the same rows."""
+    """Each batch's split codes, as the in-memory build gives them to the same rows (rows in file order, or
+    in (user, time, file order) when sorted by user)."""
 
-    def __init__(self, spec, files, scoring):
+    def __init__(self, spec, files, scoring, by_user=False):
         self.spec, self.reads = spec, 0
         split = spec.split
         self.n = self.cut = None
-        if not scoring and split["by"] in ("time", "order"):  # read 1: how many rows, and when
-            only = [name for name in (spec.label.get("column"), spec.time and spec.time["column"]) if name]
-            times = _Distinct()
+        if by_user or not scoring and split["by"] in ("time", "order"):  # read 1: how many rows, when, whose
+            times, users = _Distinct(), _Counts()
             self.n = 0
-            for data in _batches(spec, files, {path: Repairs(path) for path in files}, scoring, only):
+            for data in _batches(spec, files, {path: Repairs(path) for path in files}, scoring,
+                                 [spec.user] if by_user else ()):
                 self.n += data["label"].size
-                if split["by"] == "time":
+                if not scoring and split["by"] == "time":
                     times.add(data["time"])
+                if by_user:
+                    users.add(data["text"][spec.user])
             self.reads = 1
-            if split["by"] == "time" and self.n:
+            if not scoring and split["by"] == "time" and self.n:
                 self.cut = engine.time_cut(self.n, split["fractions"], times.order_statistics)
+            if by_user:  # every user, sorted (a user's rank is its code), and its rows
+                import pyarrow.compute as pc
+
+                values, counts = users.result()
+                order = pc.array_sort_indices(values)
+                self.users, self.user_rows = values.take(order), np.asarray(counts.take(order), np.int64)
         self.restart()
 
     def restart(self):
@@ -133,8 +304,7 @@ class _Splits:
         rows = data["label"].size
         split, start = self.spec.split, self.offset
         self.offset += rows
-        if maker.fitted is not None or split["by"] == "date":
-            maker.load(data)
+        if maker.fitted is not None or split["by"] in ("date", "user"):  # (rows sorted by user: user_code set)
             return maker._split()
         fractions = split["fractions"]
         if split["by"] == "time":

@@ -4,6 +4,7 @@ from unittest import mock
 
 import numpy as np
 
+from tests.impression_logs import impression_spec, write_impression_log
 from tests.testing import SHARED_DATA, TestCase
 from zoo.datasets import spec_engine, spec_reading, spec_streaming, storage
 from zoo.errors import ZooError
@@ -72,13 +73,14 @@ class StreamingBuildTest(TestCase):
         super().setUp()
         self.folder = self.get_temp_dir()
 
-    def both(self, spec, files, batch_rows=37, **kwargs):
-        """(in-memory dir, streaming dir), the second with small batches and 1 KiB read blocks."""
+    def both(self, spec, files, batch_rows=37, part_rows=40, **kwargs):
+        """(in-memory dir, streaming dir), the second with small batches, partitions and 1 KiB read blocks."""
         out = []
         for stream in (False, True):
             directory = os.path.join(self.folder, f"{len(os.listdir(self.folder))}-{stream}")
             os.makedirs(directory)
             with mock.patch.object(spec_streaming, "BATCH_ROWS", batch_rows), \
+                    mock.patch.object(spec_streaming, "PART_ROWS", part_rows), \
                     mock.patch.object(spec_streaming, "BLOCK_BYTES", 1024):
                 spec_engine.build(spec, files, directory, verbose=False, stream=stream, **kwargs)
             out.append(directory)
@@ -157,7 +159,42 @@ class StreamingBuildTest(TestCase):
         self.assertEqual(meta(streamed)["info"]["streamed"]["reads"], 3)  # count, fit, encode
         self.assertGreater(first["rows"]["train"], 0)
 
-    def test_files_over_the_threshold_stream_and_specs_that_cannot_are_refused(self):
+    def test_histories_from_the_log_over_user_partitions(self):
+        files = [write_impression_log(os.path.join(self.folder, f"log-{i}.csv"), rows=rows, users=25, seed=i)
+                 for i, rows in enumerate((260, 150))]
+        only = {"column": "clicked", "op": "==", "value": 1}
+        cases = [({"by": "time", "fractions": [0.8, 0.1, 0.1]}, None, 0), ({"by": "user", "fractions": [0.6, 0.2, 0.2]},
+                 only, 2), ({"by": "random", "fractions": [0.7, 0.2, 0.1], "seed": 4}, None, 1),
+                 ({"by": "order", "fractions": [0.7, 0.2, 0.1]}, only, 0)]
+        for split, rule, min_length in cases:
+            with self.subTest(split=split["by"]):
+                spec = impression_spec(sequence_length=4, split=split)
+                spec["history"].update(only=rule, min_length=min_length)
+                memory, streamed = self.both(spec, files)
+                first, second = self.assert_same(memory, streamed, exact=False)
+                self.assertEqual(first["kind"], "events")
+                self.assertGreater(second["info"]["streamed"]["partitions"], 3)
+                self.assert_same_fit(memory, streamed)
+
+    def test_events_with_sampled_negatives_and_scoring_over_user_partitions(self):
+        path = write_impression_log(os.path.join(self.folder, "log.csv"), rows=400, users=30, seed=3)
+        spec = impression_spec(sequence_length=4)
+        spec["label"] = {"events": True, "negatives": 2, "seed": 0}
+        memory, streamed = self.both(spec, [path], part_rows=60)
+        self.assert_same(memory, streamed, exact=False)
+        self.assert_same_fit(memory, streamed)
+        with open(os.path.join(memory, "preprocessing.json")) as f:
+            fitted = json.load(f)
+        later = write_impression_log(os.path.join(self.folder, "later.csv"), rows=200, users=40, seed=8,
+                                     start="2024-04-01T00:00:00Z", unseen_from=70)
+        memory, streamed = self.both(None, [later], part_rows=50, fitted=fitted)
+        first, second = self.assert_same(memory, streamed)
+        self.assertEqual(first["info"]["unknown_ids"], second["info"]["unknown_ids"])
+        self.assertGreater(first["info"]["unknown_ids"]["item_id"]["rows"], 0)
+
+    def test_files_over_the_threshold_stream_but_not_under_a_process_group(self):
+        from tests.testing import in_process_group
+
         path = write_wide_log(os.path.join(self.folder, "log.csv"), rows=60)
         spec = wide_spec({"by": "order", "fractions": [0.8, 0.1, 0.1]})
         out = os.path.join(self.folder, "auto")
@@ -165,18 +202,18 @@ class StreamingBuildTest(TestCase):
         with mock.patch.dict(os.environ, {"ZOO_STREAM_BYTES": "100"}):
             info = spec_engine.build(spec, [path], out, verbose=False)
         self.assertIn("streamed", info)
-        logged = dict(wide_spec({"by": "user", "fractions": [0.8, 0.1, 0.1]}))
-        with self.assertRaisesRegex(ZooError, "^this spec cannot be built streaming: a per-user split sorts"):
-            spec_engine.build(logged, [path], os.path.join(self.folder, "no"), verbose=False, stream=True)
-        logged = dict(spec, history={"from": "log", "fields": ["item"]})
-        logged["columns"] = {k: v for k, v in spec["columns"].items() if v.get("type") != "list"}
-        with self.assertRaisesRegex(ZooError, "a history built from the log sorts every row"):
-            spec_engine.build(logged, [path], os.path.join(self.folder, "no"), verbose=False, stream=True)
-        out = os.path.join(self.folder, "memory")
-        os.makedirs(out)
-        with mock.patch.dict(os.environ, {"ZOO_STREAM_BYTES": "100"}):  # over the threshold, but must sort
-            info = spec_engine.build(logged, [path], out, verbose=False)
-        self.assertNotIn("streamed", info)
+        errors = []
+
+        def build(group):
+            try:
+                spec_engine.build(spec, [path, path], os.path.join(self.folder, f"g{group.rank}"), verbose=False,
+                                  group=group, stream=True)
+            except ZooError as error:
+                errors.append(str(error))
+
+        in_process_group(2, build)
+        self.assertEqual(errors, ["this spec cannot be built streaming: under a process group each process "
+                                  "builds its own shards in memory"] * 2)
 
     def test_bad_rows_are_named_as_in_memory(self):
         path = write_wide_log(os.path.join(self.folder, "log.csv"), rows=120)

@@ -87,7 +87,7 @@ def write_table(directory, schema, samples, info):
 
 
 class TableAppender:
-    """A `Table` written batch by batch (the streaming build): `append(split, part)` adds a batch's rows
+    """A `Table` (or an `Events` store) written batch by batch (the streaming build): `append(split, part)` adds a batch's rows
     ({key: [n, ...] array}) to the end of each array's .npy file; `close(schema, info)` writes every file's
     final row count into its header (space kept at the start) and meta.json. Memory: one batch."""
 
@@ -96,7 +96,7 @@ class TableAppender:
     def __init__(self, directory):
         self.directory, self.files, self.rows = directory, {}, {}
 
-    def append(self, split, part):
+    def append(self, split, part, rows=True):
         for key, values in part.items():
             values = np.ascontiguousarray(values)
             entry = self.files.get((split, key))
@@ -110,9 +110,10 @@ class TableAppender:
                                  f"{entry['dtype']} {entry['shape']}")
             entry["stream"].write(values.tobytes())
             entry["rows"] += values.shape[0]
-        self.rows[split] = self.rows.get(split, 0) + int(part["labels"].shape[0])
+        if rows:  # a split's samples (not an Events store's "events")
+            self.rows[split] = self.rows.get(split, 0) + int(part["labels"].shape[0])
 
-    def close(self, schema, info):
+    def close(self, schema, info, kind="table"):
         import struct
 
         for entry in self.files.values():
@@ -122,7 +123,7 @@ class TableAppender:
             entry["stream"].seek(0)
             entry["stream"].write(b"\x93NUMPY\x01\x00" + struct.pack("<H", room) + header.ljust(room - 1) + b"\n")
             entry["stream"].close()
-        write_meta(self.directory, "table", schema, self.rows, info)
+        write_meta(self.directory, kind, schema, self.rows, info)
 
 
 def open_processed(directory):
