@@ -70,6 +70,7 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
             raise ZooError("the split leaves no training row: check 'split' against the data's times")
         maker.states = statistics.states()
         splits.restart()
+        _progress(maker, f"fitted on {rows[0]:,} training rows of {rows.sum():,}")
     writer = storage.TableAppender(out_dir)
     per_file = np.zeros((3, len(files)), np.int64)  # kept rows, repaired rows, rows that made no sample
     reading = accounts if fitted is not None else {path: Repairs(path) for path in files}  # counted once
@@ -83,6 +84,7 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
             writer.append(name, part)
     if not per_file[0].sum():
         raise ZooError(f"{files[0]}: no row is left ({next(iter(accounts.values())).summary()})")
+    _progress(maker, f"encoded {per_file[0].sum():,} rows")
     schema = maker._schema()
     info = maker._finish(per_file[2], per_file[0], per_file[1])
     info["streamed"] = {"batch_rows": BATCH_ROWS, "reads": splits.reads + (1 if fitted is None else 0) + 1}
@@ -115,6 +117,7 @@ def _build_by_user(spec, files, maker, accounts):
             partitions.write(data, offset + np.arange(rows), rank, partition_of[rank])
             offset += rows
         partitions.close()
+        _progress(maker, f"wrote {offset:,} rows of {splits.user_rows.size:,} users into {count} partition(s)")
         if not offset:
             raise ZooError(f"{files[0]}: no row is left ({next(iter(accounts.values())).summary()})")
 
@@ -140,6 +143,7 @@ def _build_by_user(spec, files, maker, accounts):
             if not rows[0]:
                 raise ZooError("the split leaves no training row: check 'split' against the data's times")
             maker.states = statistics.states()
+            _progress(maker, f"fitted on {rows[0]:,} training rows of {rows.sum():,}")
             if spec.label.get("events") and spec.label.get("negatives"):
                 maker.last_seen = _last_seen(maker, sorted_partitions())
         history = spec.history_from_log()
@@ -157,12 +161,18 @@ def _build_by_user(spec, files, maker, accounts):
                 events += store["hist_time"].shape[0]
             for name, part in samples.items():
                 writer.append(name, part)
+    _progress(maker, f"encoded {per_file[0].sum():,} rows")
     schema = maker._schema()
     info = maker._finish(per_file[2], per_file[0], per_file[1])
     info["streamed"] = {"batch_rows": BATCH_ROWS, "partitions": count, "reads": 2}
     writer.close(schema, info, "events" if history else "table")
     maker.save_fit(schema, info)
     return info
+
+
+def _progress(maker, text):
+    if maker.verbose is not False:
+        print(f"streaming build: {text}", flush=True)
 
 
 def _last_seen(maker, partitions):

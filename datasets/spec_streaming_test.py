@@ -1,3 +1,5 @@
+import contextlib
+import io
 import json
 import os
 from unittest import mock
@@ -199,9 +201,12 @@ class StreamingBuildTest(TestCase):
         spec = wide_spec({"by": "order", "fractions": [0.8, 0.1, 0.1]})
         out = os.path.join(self.folder, "auto")
         os.makedirs(out)
-        with mock.patch.dict(os.environ, {"ZOO_STREAM_BYTES": "100"}):
-            info = spec_engine.build(spec, [path], out, verbose=False)
+        printed = io.StringIO()
+        with mock.patch.dict(os.environ, {"ZOO_STREAM_BYTES": "100"}), contextlib.redirect_stdout(printed):
+            info = spec_engine.build(spec, [path], out)
         self.assertIn("streamed", info)
+        self.assertIn("streaming build: fitted on 48 training rows of 60\nstreaming build: encoded 60 rows\n",
+                      printed.getvalue())
         errors = []
 
         def build(group):
