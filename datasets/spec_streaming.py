@@ -37,7 +37,7 @@ from zoo.datasets.reading import Repairs
 from zoo.errors import ZooError
 
 BATCH_ROWS = 2**17  # rows encoded at once (pyarrow's vocabulary lookup costs O(vocabulary) per batch)
-PART_ROWS = 2**21  # rows of a user partition, sorted in memory (a user's rows are never split)
+PART_ROWS = 2**20  # rows of a user partition, sorted in memory (a user's rows are never split)
 BLOCK_BYTES = 2**20  # CSV/JSON blocks: pyarrow's reader parses ~30 ahead (16 MiB blocks held 530 MiB)
 
 
