@@ -589,20 +589,10 @@ class _Build:
         if not columns:
             return []
         rows = np.flatnonzero(train)
-        items, index, values = item_ids[rows], self._global_index()[rows], [c[rows] for c in columns]
-        if self.sharded:
-            gathered = self.group.allgather((items, index, values))
-            items = np.concatenate([g[0] for g in gathered])
-            index = np.concatenate([g[1] for g in gathered])
-            values = [np.concatenate([g[2][i] for g in gathered]) for i in range(len(columns))]
-        order = np.lexsort((index, items))
-        last = order[np.append(items[order][1:] != items[order][:-1], True)] if order.size else order
-        out = []
-        for value in values:
-            attribute = np.zeros(known + 2, np.int32)
-            attribute[items[last]] = value[last]
-            out.append(attribute)
-        return out
+        latest = latest_per_item(item_ids[rows], self._global_index()[rows], [c[rows] for c in columns])
+        if self.sharded:  # each process's latest row per item (bounded by the items, not the rows)
+            latest = latest_per_item(*concatenate_latest(self.group.allgather(latest)))
+        return item_attributes(latest, known)
 
     # ------------------------------------------------------------------ schema, account, writing
     def _schema(self):
@@ -700,6 +690,30 @@ def _lerp(a, b, t):
 
 # ---------------------------------------------------------------------------------------- fit arithmetic
 # Shared by the in-memory build (one process or several) and the streaming build (spec_streaming).
+def latest_per_item(items, index, values):
+    """(items, index, [values]) of the row of highest `index` holding each item (items sorted)."""
+    order = np.lexsort((index, items))
+    last = order[np.append(items[order][1:] != items[order][:-1], True)] if order.size else order
+    return items[last], index[last], [value[last] for value in values]
+
+
+def concatenate_latest(parts):
+    """Several `latest_per_item` results as one (items, index, [values]) to reduce again."""
+    return (np.concatenate([part[0] for part in parts]), np.concatenate([part[1] for part in parts]),
+            [np.concatenate([part[2][i] for part in parts]) for i in range(len(parts[0][2]))])
+
+
+def item_attributes(latest, known):
+    """Per value column of `latest`, [known + 2] ids: the item's value (0 for an item no row holds)."""
+    items, _, values = latest
+    out = []
+    for value in values:
+        attribute = np.zeros(known + 2, np.int32)
+        attribute[items] = value
+        out.append(attribute)
+    return out
+
+
 def shared_column(columns, options):
     """The cand_ categorical column whose vocabulary a list column shares (same feature), or None."""
     return next((name for name, other in columns.items() if other["role"] == "cand"

@@ -182,20 +182,14 @@ def _last_seen(maker, partitions):
     item = spec.item
     others = [name for name, options in spec.columns.items() if options["role"] == "cand" and name != item]
     known = len(maker.states[item]["tokens"])
-    latest = np.full(known + 2, -1, np.int64)
-    attributes = [np.zeros(known + 2, np.int32) for _ in others]
+    latest = None
     for codes, position in partitions:
         encoded = maker._encode(codes == 0)
         rows = np.flatnonzero(codes == 0)
-        items, where = encoded[item][rows], position[rows]
-        order = np.lexsort((where, items))
-        last = order[np.append(items[order][1:] != items[order][:-1], True)] if order.size else order
-        newer = last[where[last] > latest[items[last]]]
-        latest[items[newer]] = where[newer]
-        for attribute, name in zip(attributes, others):
-            attribute[items[newer]] = encoded[name][rows][newer]
+        mine = engine.latest_per_item(encoded[item][rows], position[rows], [encoded[name][rows] for name in others])
+        latest = mine if latest is None else engine.latest_per_item(*engine.concatenate_latest([latest, mine]))
     maker.kinds = {}  # the repairs this sweep counted are counted again when encoding
-    return attributes
+    return engine.item_attributes(latest, known)
 
 
 class _Partitions:
