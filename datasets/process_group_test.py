@@ -1,11 +1,12 @@
 import csv
 import os
+from unittest import mock
 
 import numpy as np
 
 from tests.impression_logs import COLUMNS, impression_spec, write_impression_log
 from tests.testing import TestCase, in_process_group
-from zoo.datasets import ProcessGroup, prepare
+from zoo.datasets import ProcessGroup, prepare, spec_streaming
 from zoo.datasets.process_group import from_sortable, sortable
 from zoo.datasets.storage import SPLITS
 from zoo.errors import ZooError
@@ -95,9 +96,14 @@ class ShardedBuildTest(TestCase):
         return prepare(spec, self.shards, cache_dir=os.path.join(self.folder, name, str(group)), verbose=False,
                        process_group=group)
 
-    def assert_same_data(self, spec, processes=2):
+    def assert_same_data(self, spec, processes=2, stream=False):
+        """The group's data sets together equal one process's in-memory build; `stream`: the group builds
+        streaming (small batches and read blocks)."""
         whole = self.build(spec)
-        parts = in_process_group(processes, lambda group: self.build(spec, group))
+        with mock.patch.dict(os.environ, {"ZOO_STREAM_BYTES": "0" if stream else str(2**62)}), \
+                mock.patch.object(spec_streaming, "BATCH_ROWS", 29), mock.patch.object(spec_streaming, "BLOCK_BYTES", 512):
+            parts = in_process_group(processes, lambda group: self.build(spec, group))
+        self.assertEqual(["streamed" in part.info for part in parts], [stream] * processes)
         states = [part.preprocessing() for part in parts]
         for state in states:
             self.assertEqual(rounded(state["fitted"]), rounded(whole.preprocessing()["fitted"]))
@@ -129,13 +135,19 @@ class ShardedBuildTest(TestCase):
     def test_order_and_random_splits_buckets_and_min_counts_over_shards_in_file_order(self):
         self.write_shards(lambda i, row: i * 4 // len(self.rows))  # consecutive blocks: users span shards
         for split in ({"by": "order", "fractions": [0.7, 0.2, 0.1]},
-                      {"by": "random", "fractions": [0.7, 0.2, 0.1], "seed": 3}):
+                      {"by": "random", "fractions": [0.7, 0.2, 0.1], "seed": 3},
+                      {"by": "time", "fractions": [0.7, 0.2, 0.1]}):
             spec = impression_spec(split=split)
             del spec["history"]
-            spec["columns"]["price"] = {"role": "ctx", "type": "numeric", "buckets": 5}
+            bucketed = split["by"] != "time"
+            spec["columns"]["price"] = ({"role": "ctx", "type": "numeric", "buckets": 5} if bucketed else
+                                        {"role": "num", "type": "numeric", "log1p": True, "scale": "standardize"})
             spec["columns"]["item_id"] = {"role": "cand", "min_count": 3}
-            whole, _ = self.assert_same_data(spec)
-            self.assertGreater(len(whole.preprocessing()["fitted"]["price"]["edges"]), 2)
+            for stream in (False, True):
+                with self.subTest(split=split["by"], stream=stream):
+                    whole, _ = self.assert_same_data(spec, processes=2 + stream, stream=stream)
+                    fit = whole.preprocessing()["fitted"]["price"]
+                    self.assertGreater(len(fit["edges"]) if bucketed else fit["std"], 2 if bucketed else 0)
 
     def test_sampled_negatives_take_every_process_item_attributes(self):
         self.write_shards(lambda i, row: int(row["user_id"][-3:]) % 4)
@@ -171,15 +183,19 @@ class ShardedBuildTest(TestCase):
         lines[2] = lines[2].replace(lines[2].split(",")[0], "maybe", 1)
         with open(path, "w") as f:
             f.writelines(lines)
-        errors = []
+        table = impression_spec(split={"by": "random", "fractions": [0.8, 0.1, 0.1], "seed": 0})
+        del table["history"]
+        for spec, stream in ((impression_spec(), False), (table, True)):  # in memory; streaming (its read 1)
+            errors = []
 
-        def build(group):
-            try:
-                self.build(impression_spec(), group)
-            except ZooError as error:
-                errors.append((group.rank, str(error)))
+            def build(group):
+                try:
+                    self.build(spec, group, name=f"cache-{stream}")
+                except ZooError as error:
+                    errors.append((group.rank, str(error)))
 
-        in_process_group(2, build)
-        messages = dict(errors)
-        self.assertRegex(messages[1], "part-3.csv.*line 3.*clicked")
-        self.assertEqual(messages[0], f"process 1 of 2 failed: {messages[1]}")
+            with mock.patch.dict(os.environ, {"ZOO_STREAM_BYTES": "0" if stream else str(2**62)}):
+                in_process_group(2, build)
+            messages = dict(errors)
+            self.assertRegex(messages[1], "part-3.csv.*line 3.*clicked")
+            self.assertEqual(messages[0], f"process 1 of 2 failed: {messages[1]}")

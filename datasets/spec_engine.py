@@ -20,7 +20,7 @@ of each file is printed and stored in the info (`accounting`), read = kept + rep
 This build holds every kept row's columns (one read; memory grows with the files). Files together larger
 than `stream_bytes()` (ZOO_STREAM_BYTES, default 1 GiB) are built by `spec_streaming` instead, one batch
 of rows at a time (the same data set; memory bounded by the distinct values and one batch or user
-partition), but under a process group (each process then holds its own shards).
+partition); under a process group, rows sorted by user are built here (each process its own shards).
 """
 
 import os
@@ -68,29 +68,49 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
         stream = spec_streaming.refusal(spec, fitted, group) is None and sum(
             os.path.getsize(path) for path in files) > stream_bytes()
     if stream:
-        if group.size > 1:
-            raise ZooError(f"this spec cannot be built streaming: {spec_streaming.refusal(spec, fitted, group)}")
-        return spec_streaming.build(spec, files, out_dir, verbose, fitted, origin)
+        why = spec_streaming.refusal(spec, fitted, group)
+        if why:
+            raise ZooError(f"this spec cannot be built streaming: {why}")
+        return spec_streaming.build(spec, files, out_dir, verbose, fitted, origin, group)
+    files, numbers = shards(group, files, fitted)
+
+    def read():
+        data, accounts = _read(spec, files, scoring=fitted is not None)
+        if not data["label"].shape[0]:
+            raise ZooError(f"{files[0]}: no row is left ({next(iter(accounts.values())).summary()})")
+        return data, accounts
+
+    data, accounts = agreed(group, read)
+    return _Build(spec, data, accounts, out_dir, fitted, verbose, origin, group, numbers).run()
+
+
+def shards(group, files, fitted=None):
+    """(this process's files, their indices among all files): every file for one process."""
     numbers = np.arange(len(files))
     if group.size > 1:
         if fitted is not None:
             raise ZooError("scoring with a fitted preprocessing reads the files in one process (no process group)")
         numbers = numbers[group.rank :: group.size]
         files = group.shards(files)
+    return files, numbers
+
+
+def agreed(group, work):
+    """work()'s result once every process of `group` has done its own: a ZooError in one process is raised
+    in every process (its own message there, "process k of N failed: ..." in the others), so that no
+    process waits forever in a collective for a process that stopped on a bad shard."""
+    if group.size == 1:
+        return work()
     try:
-        data, accounts = _read(spec, files, scoring=fitted is not None)
-        failure = None if data["label"].shape[0] else \
-            f"{files[0]}: no row is left ({next(iter(accounts.values())).summary()})"
+        result, failure = work(), None
     except ZooError as error:
-        if group.size == 1:
-            raise
-        failure = str(error)
-    failures = group.allgather(failure)  # one process's bad shard stops every process (none waits forever)
+        result, failure = None, str(error)
+    failures = group.allgather(failure)
     failed = next((rank for rank, message in enumerate(failures) if message), None)
     if failed is not None:
-        raise ZooError(failures[failed] if group.size == 1 or failed == group.rank
+        raise ZooError(failures[failed] if failed == group.rank
                        else f"process {failed} of {group.size} failed: {failures[failed]}")
-    return _Build(spec, data, accounts, out_dir, fitted, verbose, origin, group, numbers).run()
+    return result
 
 
 # ---------------------------------------------------------------------------------------- reading
@@ -404,11 +424,7 @@ class _Build:
             counts = pc.value_counts(pc.filter(array, pa.array(train)))
             values, count = counts.field("values"), counts.field("counts")
             if self.sharded:  # every process's counts, summed per value
-                gathered = self.group.allgather((values.cast(pa.string()), count))
-                merged = pa.table({"v": pa.chunked_array([v for v, _ in gathered], pa.string()),
-                                   "c": pa.chunked_array([c for _, c in gathered], pa.int64())})
-                merged = merged.group_by("v").aggregate([("c", "sum")])
-                values, count = merged["v"], merged["c_sum"]
+                values, count = summed_counts(self.group.allgather((values.cast(pa.string()), count)))
             state = vocabulary_state(options, values, count)
         self.states[name] = state
         return state
@@ -690,6 +706,16 @@ def _lerp(a, b, t):
 
 # ---------------------------------------------------------------------------------------- fit arithmetic
 # Shared by the in-memory build (one process or several) and the streaming build (spec_streaming).
+def summed_counts(pairs):
+    """(values, counts) of several (values, counts) pairs, summed per value."""
+    import pyarrow as pa
+
+    merged = pa.table({"v": pa.chunked_array([values for values, _ in pairs], pa.string()),
+                       "c": pa.chunked_array([counts for _, counts in pairs], pa.int64())})
+    merged = merged.group_by("v").aggregate([("c", "sum")])
+    return merged["v"].combine_chunks(), merged["c_sum"].combine_chunks()
+
+
 def latest_per_item(items, index, values):
     """(items, index, [values]) of the row of highest `index` holding each item (items sorted)."""
     order = np.lexsort((index, items))

@@ -25,7 +25,13 @@ points into the events of every partition appended before).
 The processed data equal the in-memory build's: the same rows, splits, ids, vocabularies, bucket edges
 (exact order statistics, np.quantile's interpolation) and sampled negatives (each split's stream
 continued from partition to partition); the numeric fill, mean and deviation are summed in another order
-(equal to about 1e-15 relative). Under a process group each process builds its own shards in memory.
+(equal to about 1e-15 relative).
+
+Under a process group (zoo.datasets.ProcessGroup) each process streams its own shards, rows in file order:
+read 1 also counts each file's rows (a row's index among every process's rows: the order split's
+position, and where the random split's PCG64 stream is advanced to), and the fit's statistics are
+exchanged column by column (distinct values with counts; counts, means and squared deviations). Rows
+sorted by user are then built in memory, each process its own shards (the in-memory build's exchange).
 """
 
 import numpy as np
@@ -43,32 +49,46 @@ BLOCK_BYTES = 2**20  # CSV/JSON blocks: pyarrow's reader parses ~30 ahead (16 Mi
 
 def refusal(spec, fitted=None, group=None):
     """Why `spec` cannot be built streaming (None when it can)."""
-    if group is not None and group.size > 1:
-        return "under a process group each process builds its own shards in memory"
+    if group is not None and group.size > 1 and (spec.history_from_log() or spec.split["by"] == "user"):
+        return ("under a process group, rows sorted by user (a history from the log, a per-user split) are "
+                "built in memory, each process its own shards")
     return None
 
 
-def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "spec", {})):
-    """`spec_engine.build`'s data set, built streaming (see the module); returns its info."""
+def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "spec", {}), group=None):
+    """`spec_engine.build`'s data set, built streaming (see the module); returns its info. Under a process
+    `group` (rows in file order), this process reads its shards and the fit's statistics are exchanged
+    (bounded by the distinct values, as the in-memory build's)."""
+    group = group or ProcessGroup()
+    why = refusal(spec, fitted, group)
+    if why:
+        raise ZooError(f"this spec cannot be built streaming: {why}")
+    files, numbers = engine.shards(group, files, fitted)
     accounts = {path: Repairs(path) for path in files}
-    maker = engine._Build(spec, None, accounts, out_dir, fitted, verbose, origin, ProcessGroup(),
-                          np.arange(len(files)))
+    maker = engine._Build(spec, None, accounts, out_dir, fitted, verbose, origin, group, numbers)
     if maker._by_user():
         return _build_by_user(spec, files, maker, accounts)
-    splits = _Splits(spec, files, fitted is not None)
+    splits = _Splits(spec, files, fitted is not None, group)
+    if splits.counting:
+        splits.settle(engine.agreed(group, lambda: splits.count(files)), numbers)
     if fitted is None:
         statistics = _Statistics(spec)
-        rows = np.zeros(3, np.int64)
-        for data in _batches(spec, files, accounts, scoring=False):
-            maker.load(data)
-            codes = splits.codes(maker, data)
-            rows += np.bincount(codes, minlength=3)
-            statistics.add(data, codes == 0)
-        if not rows.sum():
-            raise ZooError(f"{files[0]}: no row is left ({next(iter(accounts.values())).summary()})")
+
+        def fit_read():
+            rows = np.zeros(3, np.int64)
+            for data in _batches(spec, files, accounts, scoring=False):
+                maker.load(data)
+                codes = splits.codes(maker, data)
+                rows += np.bincount(codes, minlength=3)
+                statistics.add(data, codes == 0)
+            if not rows.sum():
+                raise ZooError(f"{files[0]}: no row is left ({next(iter(accounts.values())).summary()})")
+            return rows
+
+        rows = group.sum(engine.agreed(group, fit_read))
         if not rows[0]:
             raise ZooError("the split leaves no training row: check 'split' against the data's times")
-        maker.states = statistics.states()
+        maker.states = statistics.states(group)
         splits.restart()
         _progress(maker, f"fitted on {rows[0]:,} training rows of {rows.sum():,}")
     writer = storage.TableAppender(out_dir)
@@ -87,7 +107,7 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
     _progress(maker, f"encoded {per_file[0].sum():,} rows")
     schema = maker._schema()
     info = maker._finish(per_file[2], per_file[0], per_file[1])
-    info["streamed"] = {"batch_rows": BATCH_ROWS, "reads": splits.reads + (1 if fitted is None else 0) + 1}
+    info["streamed"] = {"batch_rows": BATCH_ROWS, "reads": int(splits.counting) + (1 if fitted is None else 0) + 1}
     writer.close(schema, info)
     maker.save_fit(schema, info)
     return info
@@ -104,7 +124,8 @@ def _build_by_user(spec, files, maker, accounts):
     import pyarrow.compute as pc
 
     fitted = maker.fitted
-    splits = _Splits(spec, files, fitted is not None, by_user=True)
+    splits = _Splits(spec, files, fitted is not None, maker.group, by_user=True)
+    splits.settle(splits.count(files), maker.file_numbers)
     before = np.cumsum(splits.user_rows) - splits.user_rows
     partition_of = before // PART_ROWS  # by user rank: a user's rows are all in one partition
     count = int(partition_of[-1]) + 1 if partition_of.size else 0
@@ -272,36 +293,57 @@ def _batches(spec, files, accounts, scoring, only=None):
 
 class _Splits:
     """Each batch's split codes, as the in-memory build gives them to the same rows (rows in file order, or
-    in (user, time, file order) when sorted by user)."""
+    in (user, time, file order) when sorted by user), for one process or each process of a group."""
 
-    def __init__(self, spec, files, scoring, by_user=False):
-        self.spec, self.reads = spec, 0
-        split = spec.split
-        self.n = self.cut = None
-        if by_user or not scoring and split["by"] in ("time", "order"):  # read 1: how many rows, when, whose
-            times, users = _Distinct(), _Counts()
-            self.n = 0
-            for data in _batches(spec, files, {path: Repairs(path) for path in files}, scoring,
-                                 [spec.user] if by_user else ()):
-                self.n += data["label"].size
-                if not scoring and split["by"] == "time":
-                    times.add(data["time"])
-                if by_user:
-                    users.add(data["text"][spec.user])
-            self.reads = 1
-            if not scoring and split["by"] == "time" and self.n:
-                self.cut = engine.time_cut(self.n, split["fractions"], times.order_statistics)
-            if by_user:  # every user, sorted (a user's rank is its code), and its rows
-                import pyarrow.compute as pc
-
-                values, counts = users.result()
-                order = pc.array_sort_indices(values)
-                self.users, self.user_rows = values.take(order), np.asarray(counts.take(order), np.int64)
+    def __init__(self, spec, files, scoring, group, by_user=False):
+        self.spec, self.group, self.by_user, self.scoring = spec, group, by_user, scoring
+        self.files = len(files)
+        split = spec.split["by"]
+        self.n = self.cut = self.offsets = None
+        # read 1: how many rows (order split), when (time split), in which files (random or order split in a
+        # group: each file's first row among every process's rows), whose (rows sorted by user)
+        self.counting = by_user or not scoring and (split in ("time", "order") or group.size > 1 and split == "random")
         self.restart()
+
+    def count(self, files):
+        """Read 1 of this process's files: (rows, times' distinct values, users' counts, rows per file)."""
+        times, users = _Distinct(), _Counts()
+        rows, per_file = 0, np.zeros(len(files), np.int64)
+        for data in _batches(self.spec, files, {path: Repairs(path) for path in files}, self.scoring,
+                             [self.spec.user] if self.by_user else ()):
+            rows += data["label"].size
+            per_file += np.bincount(data["file"], minlength=len(files))
+            if not self.scoring and self.spec.split["by"] == "time":
+                times.add(data["time"])
+            if self.by_user:
+                users.add(data["text"][self.spec.user])
+        return rows, times, users, per_file
+
+    def settle(self, counted, numbers):
+        """Read 1's counts over every process (`numbers`: this process's files among all files)."""
+        rows, times, users, per_file = counted
+        group, split = self.group, self.spec.split
+        self.n = int(group.sum(rows))
+        if not self.scoring and split["by"] == "time" and self.n:
+            times = _Distinct.merged(group.allgather((times.values, times.counts)))
+            self.cut = engine.time_cut(self.n, split["fractions"], times.order_statistics)
+        if group.size > 1 and not self.by_user:
+            gathered = group.allgather((numbers, per_file))
+            totals = np.zeros(sum(theirs.size for theirs, _ in gathered), np.int64)
+            for theirs, counts in gathered:
+                totals[theirs] = counts
+            self.offsets = (np.cumsum(totals) - totals)[numbers]
+        if self.by_user:  # every user, sorted (a user's rank is its code), and its rows
+            import pyarrow.compute as pc
+
+            values, counts = users.result()
+            order = pc.array_sort_indices(values)
+            self.users, self.user_rows = values.take(order), np.asarray(counts.take(order), np.int64)
 
     def restart(self):
         """Back to the first row (each read gives the same codes)."""
-        self.offset = 0
+        self.offset, self.file = 0, None
+        self.seen = np.zeros(self.files, np.int64)
         self.rng = np.random.default_rng(self.spec.split.get("seed"))
 
     def codes(self, maker, data):
@@ -315,9 +357,27 @@ class _Splits:
             from zoo.datasets import preprocess
 
             return preprocess.split_by_time(data["time"], self.cut)
-        if split["by"] == "random":  # the same stream as one draw over every row (PCG64 doubles, in order)
-            return self.rng.choice(3, size=rows, p=fractions).astype(np.int8)
-        return engine.order_split(start + np.arange(rows), self.n, fractions)
+        if self.offsets is None:  # one process: this row's index among all rows is its own
+            if split["by"] == "random":  # the same stream as one draw over every row (PCG64 doubles, in order)
+                return self.rng.choice(3, size=rows, p=fractions).astype(np.int8)
+            return engine.order_split(start + np.arange(rows), self.n, fractions)
+        file = data["file"]  # non-decreasing: the batch's rows in file order
+        within = np.arange(rows) - np.searchsorted(file, file) + self.seen[file]
+        self.seen += np.bincount(file, minlength=self.files)
+        index = self.offsets[file] + within
+        if split["by"] == "order":
+            return engine.order_split(index, self.n, fractions)
+        codes = np.empty(rows, np.int8)
+        bounds = np.concatenate([[0], np.flatnonzero(np.diff(file)) + 1, [rows]])
+        for begin, end in zip(bounds[:-1], bounds[1:]):
+            if begin == end:
+                continue
+            if self.file != file[begin]:  # the single process's stream, from this row's index on
+                self.file = file[begin]
+                self.rng = np.random.default_rng(split["seed"])
+                self.rng.bit_generator.advance(int(index[begin]))
+            codes[begin:end] = self.rng.choice(3, size=end - begin, p=fractions)
+        return codes
 
 
 class _Distinct:
@@ -333,6 +393,14 @@ class _Distinct:
         self.values, inverse = np.unique(values, return_inverse=True)
         self.counts = np.bincount(inverse.reshape(-1), weights=counts, minlength=self.values.size).astype(np.int64)
 
+    @classmethod
+    def merged(cls, pairs):
+        """One multiset of several (values, counts) pairs."""
+        out = cls()
+        for values, counts in pairs:
+            out.add(values, counts)
+        return out
+
     def order_statistics(self, positions):
         """The k-th smallest values (k from 0) of the multiset, for each k of `positions`."""
         return self.values[np.searchsorted(np.cumsum(self.counts), np.asarray(positions), side="right")]
@@ -342,36 +410,31 @@ class _Counts:
     """Distinct strings with their counts (pyarrow), merged when the unmerged batches outgrow the merged."""
 
     def __init__(self):
-        self.tables, self.merged_rows, self.pending_rows = [], 0, 0
+        self.pairs, self.merged_rows, self.pending_rows = [], 0, 0
 
     def add(self, values):
         import pyarrow as pa
         import pyarrow.compute as pc
 
         counts = pc.value_counts(values)
-        self.tables.append(pa.table({"v": counts.field("values").cast(pa.string()),
-                                     "c": counts.field("counts").cast(pa.int64())}))
+        self.pairs.append((counts.field("values").cast(pa.string()), counts.field("counts").cast(pa.int64())))
         self.pending_rows += len(counts)
         if self.pending_rows > max(self.merged_rows, 2**16):
             self._merge()
 
     def _merge(self):
-        import pyarrow as pa
-
-        if len(self.tables) > 1:
-            grouped = pa.concat_tables(self.tables).group_by("v").aggregate([("c", "sum")])
-            self.tables = [pa.table({"v": grouped["v"], "c": grouped["c_sum"]})]
-        self.merged_rows = sum(len(table) for table in self.tables)
+        if len(self.pairs) > 1:
+            self.pairs = [engine.summed_counts(self.pairs)]
+        self.merged_rows = sum(len(values) for values, _ in self.pairs)
         self.pending_rows = 0
 
-    def result(self):
-        """(values, counts) pyarrow arrays."""
+    def result(self, group=None):
+        """(values, counts) pyarrow arrays (summed over every process of `group`)."""
         import pyarrow as pa
 
         self._merge()
-        if not self.tables:
-            return pa.array([], pa.string()), pa.array([], pa.int64())
-        return self.tables[0]["v"].combine_chunks(), self.tables[0]["c"].combine_chunks()
+        mine = self.pairs[0] if self.pairs else (pa.array([], pa.string()), pa.array([], pa.int64()))
+        return engine.summed_counts(group.allgather(mine)) if group is not None and group.size > 1 else mine
 
 
 class _Moments:
@@ -394,7 +457,10 @@ class _Moments:
             if self.distinct is not None:
                 self.distinct.add(present)
 
-    def state(self, options):
+    def state(self, options, group):
+        """The column's fitted state over every process of `group`."""
+        if group.size > 1:
+            self._gather(group)
         fill = engine.fill_value(options, self.count, self.total)
         state = {"kind": "numeric", "log1p": options["log1p"], "fill": fill}
         n, mean, squares = _combine((self.count, self.mean, self.squares), (self.missing, fill, 0.0))
@@ -407,6 +473,19 @@ class _Moments:
             state.update(buckets=options["buckets"],
                          edges=engine.bucket_edges(int(n), options["buckets"], self.distinct.order_statistics))
         return state
+
+
+    def _gather(self, group):
+        parts = group.allgather((self.count, self.total, self.mean, self.squares, self.missing,
+                                 None if self.distinct is None else (self.distinct.values, self.distinct.counts)))
+        self.count = self.total = self.mean = self.squares = 0.0
+        self.missing = 0
+        for count, total, mean, squares, missing, _ in parts:
+            self.count, self.mean, self.squares = _combine((self.count, self.mean, self.squares), (count, mean, squares))
+            self.total += total
+            self.missing += missing
+        if self.distinct is not None:
+            self.distinct = _Distinct.merged([part[5] for part in parts])
 
 
 def _combine(a, b):
@@ -451,22 +530,25 @@ class _Statistics:
                                   pa.string())
             self.counts.setdefault(name, _Counts()).add(values)
 
-    def states(self):
+    def states(self, group=None):
+        """The fitted states (over every process of `group`: each column's statistics exchanged in turn)."""
+        group = group or ProcessGroup()
         columns, states = self.spec.columns, {}
         for name, options in columns.items():
             if options["type"] == "list":
                 continue
             if options["type"] == "numeric" and not options.get("bars"):
-                states[name] = self.moments.get(name, _Moments(bool(options["buckets"]))).state(options)
+                states[name] = self.moments.get(name, _Moments(bool(options["buckets"]))).state(options, group)
             else:
-                states[name] = self._categorical(name, options)
+                states[name] = self._categorical(name, options, group)
         for name, options in columns.items():
             if options["type"] == "list":
                 shared = engine.shared_column(columns, options)
-                states[name] = {"kind": "shared", "column": shared} if shared else self._categorical(name, options)
+                states[name] = ({"kind": "shared", "column": shared} if shared
+                                else self._categorical(name, options, group))
         return states
 
-    def _categorical(self, name, options):
+    def _categorical(self, name, options, group):
         if options.get("hash_buckets"):
             return engine.hashed_state(options)
-        return engine.vocabulary_state(options, *self.counts.get(name, _Counts()).result())
+        return engine.vocabulary_state(options, *self.counts.get(name, _Counts()).result(group))

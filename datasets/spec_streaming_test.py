@@ -194,7 +194,7 @@ class StreamingBuildTest(TestCase):
         self.assertEqual(first["info"]["unknown_ids"], second["info"]["unknown_ids"])
         self.assertGreater(first["info"]["unknown_ids"]["item_id"]["rows"], 0)
 
-    def test_files_over_the_threshold_stream_but_not_under_a_process_group(self):
+    def test_files_over_the_threshold_stream_and_user_sorts_under_a_group_are_refused(self):
         from tests.testing import in_process_group
 
         path = write_wide_log(os.path.join(self.folder, "log.csv"), rows=60)
@@ -208,17 +208,19 @@ class StreamingBuildTest(TestCase):
         self.assertIn("streaming build: fitted on 48 training rows of 60\nstreaming build: encoded 60 rows\n",
                       printed.getvalue())
         errors = []
+        per_user = wide_spec({"by": "user", "fractions": [0.8, 0.1, 0.1]})
 
         def build(group):
             try:
-                spec_engine.build(spec, [path, path], os.path.join(self.folder, f"g{group.rank}"), verbose=False,
+                spec_engine.build(per_user, [path, path], os.path.join(self.folder, f"g{group.rank}"), verbose=False,
                                   group=group, stream=True)
             except ZooError as error:
                 errors.append(str(error))
 
         in_process_group(2, build)
-        self.assertEqual(errors, ["this spec cannot be built streaming: under a process group each process "
-                                  "builds its own shards in memory"] * 2)
+        self.assertEqual(errors, ["this spec cannot be built streaming: under a process group, rows sorted by user "
+                                  "(a history from the log, a per-user split) are built in memory, each process "
+                                  "its own shards"] * 2)
 
     def test_bad_rows_are_named_as_in_memory(self):
         path = write_wide_log(os.path.join(self.folder, "log.csv"), rows=120)
