@@ -101,8 +101,9 @@ class ShardedBuildTest(TestCase):
         streaming (small batches and read blocks)."""
         whole = self.build(spec)
         with mock.patch.dict(os.environ, {"ZOO_STREAM_BYTES": "0" if stream else str(2**62)}), \
-                mock.patch.object(spec_streaming, "BATCH_ROWS", 29), mock.patch.object(spec_streaming, "BLOCK_BYTES", 512):
-            parts = in_process_group(processes, lambda group: self.build(spec, group))
+                mock.patch.object(spec_streaming, "BATCH_ROWS", 29), mock.patch.object(spec_streaming, "BLOCK_BYTES", 512), \
+                mock.patch.object(spec_streaming, "PART_ROWS", 40):
+            parts = in_process_group(processes, lambda group: self.build(spec, group, name=f"cache-{stream}"))
         self.assertEqual(["streamed" in part.info for part in parts], [stream] * processes)
         states = [part.preprocessing() for part in parts]
         for state in states:
@@ -124,13 +125,28 @@ class ShardedBuildTest(TestCase):
         self.write_shards(lambda i, row: int(row["user_id"][-3:]) % 4)  # shards partitioned by user
         spec = impression_spec(sequence_length=4)
         spec["columns"]["price"] = {"role": "num", "type": "numeric", "log1p": True, "scale": "standardize"}
-        whole, _ = self.assert_same_data(spec)
-        self.assertGreater(whole.num_rows("validation"), 0)
+        for stream in (False, True):
+            with self.subTest(stream=stream):
+                whole, parts = self.assert_same_data(spec, stream=stream)
+                self.assertGreater(whole.num_rows("validation"), 0)
+        self.assertGreater(parts[0].info["streamed"]["partitions"], 1)
 
     def test_per_user_split_with_three_processes(self):
         self.write_shards(lambda i, row: int(row["user_id"][-3:]) % 4)
         spec = impression_spec(sequence_length=4, split={"by": "user", "fractions": [0.6, 0.2, 0.2]})
-        self.assert_same_data(spec, processes=3)
+        for stream in (False, True):
+            with self.subTest(stream=stream):
+                self.assert_same_data(spec, processes=3, stream=stream)
+
+    def test_histories_from_the_log_with_random_and_order_splits_streaming(self):
+        # rows sorted by user: a random or order split is over every process's rows in (user, time) order
+        self.write_shards(lambda i, row: int(row["user_id"][-3:]) % 4)
+        for split in ({"by": "random", "fractions": [0.7, 0.2, 0.1], "seed": 2},
+                      {"by": "order", "fractions": [0.7, 0.2, 0.1]}):
+            with self.subTest(split=split["by"]):
+                spec = impression_spec(sequence_length=4, split=split)
+                spec["history"]["only"] = {"column": "clicked", "op": "==", "value": 1}
+                self.assert_same_data(spec, processes=3, stream=True)
 
     def test_order_and_random_splits_buckets_and_min_counts_over_shards_in_file_order(self):
         self.write_shards(lambda i, row: i * 4 // len(self.rows))  # consecutive blocks: users span shards
@@ -168,6 +184,16 @@ class ShardedBuildTest(TestCase):
                 if item <= len(items):  # a drawn item (training items only) carries its own category
                     self.assertEqual(categories[cat - 1], category[items[item - 1]])
         self.assertEqual(sum(p.num_rows("train") for p in parts), whole.num_rows("train"))
+        with mock.patch.dict(os.environ, {"ZOO_STREAM_BYTES": "0"}), mock.patch.object(spec_streaming, "PART_ROWS", 30):
+            streamed = in_process_group(2, lambda group: self.build(spec, group, name="streamed"))
+        for part, again in zip(parts, streamed):  # each process's negatives: the same stream, partition by partition
+            self.assertIn("streamed", again.info)
+            for split in SPLITS:
+                self.assertEqual(part.num_rows(split), again.num_rows(split))
+                first, second = (p.take(split, np.arange(p.num_rows(split))) for p in (part, again))
+                for key in first[0]:
+                    self.assertAllClose(second[0][key], first[0][key], atol=1e-6, msg=f"{split} {key}")
+                np.testing.assert_array_equal(second[1], first[1])
 
     def test_users_across_processes_are_refused_for_histories_from_the_log(self):
         self.write_shards(lambda i, row: i % 4)

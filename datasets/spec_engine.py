@@ -20,7 +20,7 @@ of each file is printed and stored in the info (`accounting`), read = kept + rep
 This build holds every kept row's columns (one read; memory grows with the files). Files together larger
 than `stream_bytes()` (ZOO_STREAM_BYTES, default 1 GiB) are built by `spec_streaming` instead, one batch
 of rows at a time (the same data set; memory bounded by the distinct values and one batch or user
-partition); under a process group, rows sorted by user are built here (each process its own shards).
+partition), under a process group too.
 """
 
 import os
@@ -294,25 +294,8 @@ class _Build:
         return self.spec.history_from_log() or self.spec.split["by"] == "user"
 
     def _global_user_ranks(self, dictionary):
-        """Each of this process's users' rank among every process's users (sorted); a user's rows must all
-        be in one process's shards."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        gathered = self.group.allgather(dictionary)
-        everyone = pa.chunked_array(gathered, pa.string()).combine_chunks()
-        counts = pc.value_counts(everyone)
-        spanning = pc.filter(counts.field("values"), pc.greater(counts.field("counts"), 1))
-        if len(spanning):
-            user = spanning[0].as_py()
-            holders = [rank for rank, users in enumerate(gathered) if user in set(users.to_pylist())]
-            raise ZooError(
-                f"user {user!r} has rows in the shards of processes {holders[0]} and {holders[1]} ({len(spanning)} "
-                f"user(s) span processes): a history built from the log and a per-user split need each user's rows "
-                "in one process's shards; partition the shard files by user")
-        ordered = everyone.take(pc.array_sort_indices(everyone))
-        self.num_users = len(ordered)
-        return np.asarray(pc.index_in(dictionary, value_set=ordered), np.int64)
+        ranks, self.num_users = global_user_ranks(self.group, dictionary)
+        return ranks
 
     def _global_index(self):
         """Each row's position [n] in the single-process order of every process's rows together: file order,
@@ -706,6 +689,27 @@ def _lerp(a, b, t):
 
 # ---------------------------------------------------------------------------------------- fit arithmetic
 # Shared by the in-memory build (one process or several) and the streaming build (spec_streaming).
+def global_user_ranks(group, dictionary):
+    """(each of this process's users' rank among every process's users (sorted), how many users in all);
+    a user's rows must all be in one process's shards (refused in one line otherwise)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    gathered = group.allgather(dictionary)
+    everyone = pa.chunked_array(gathered, pa.string()).combine_chunks()
+    counts = pc.value_counts(everyone)
+    spanning = pc.filter(counts.field("values"), pc.greater(counts.field("counts"), 1))
+    if len(spanning):
+        user = spanning[0].as_py()
+        holders = [rank for rank, users in enumerate(gathered) if user in set(users.to_pylist())]
+        raise ZooError(
+            f"user {user!r} has rows in the shards of processes {holders[0]} and {holders[1]} ({len(spanning)} "
+            f"user(s) span processes): a history built from the log and a per-user split need each user's rows "
+            "in one process's shards; partition the shard files by user")
+    ordered = everyone.take(pc.array_sort_indices(everyone))
+    return np.asarray(pc.index_in(dictionary, value_set=ordered), np.int64), len(ordered)
+
+
 def summed_counts(pairs):
     """(values, counts) of several (values, counts) pairs, summed per value."""
     import pyarrow as pa

@@ -27,11 +27,12 @@ The processed data equal the in-memory build's: the same rows, splits, ids, voca
 continued from partition to partition); the numeric fill, mean and deviation are summed in another order
 (equal to about 1e-15 relative).
 
-Under a process group (zoo.datasets.ProcessGroup) each process streams its own shards, rows in file order:
-read 1 also counts each file's rows (a row's index among every process's rows: the order split's
-position, and where the random split's PCG64 stream is advanced to), and the fit's statistics are
-exchanged column by column (distinct values with counts; counts, means and squared deviations). Rows
-sorted by user are then built in memory, each process its own shards (the in-memory build's exchange).
+Under a process group (zoo.datasets.ProcessGroup) each process streams its own shards and the fit's
+statistics are exchanged column by column (distinct values with counts; counts, means and squared
+deviations). Read 1 also counts each file's rows (rows in file order) or each user's (rows sorted by
+user; a user's rows must all be in one process's shards, as in memory), so a row knows its index among
+every process's rows: the order split's position, and where the random split's PCG64 stream is advanced
+to. Sampled negatives' last-seen attributes are exchanged as each process's latest row per item.
 """
 
 import numpy as np
@@ -49,9 +50,6 @@ BLOCK_BYTES = 2**20  # CSV/JSON blocks: pyarrow's reader parses ~30 ahead (16 Mi
 
 def refusal(spec, fitted=None, group=None):
     """Why `spec` cannot be built streaming (None when it can)."""
-    if group is not None and group.size > 1 and (spec.history_from_log() or spec.split["by"] == "user"):
-        return ("under a process group, rows sorted by user (a history from the log, a per-user split) are "
-                "built in memory, each process its own shards")
     return None
 
 
@@ -123,47 +121,53 @@ def _build_by_user(spec, files, maker, accounts):
 
     import pyarrow.compute as pc
 
-    fitted = maker.fitted
-    splits = _Splits(spec, files, fitted is not None, maker.group, by_user=True)
-    splits.settle(splits.count(files), maker.file_numbers)
-    before = np.cumsum(splits.user_rows) - splits.user_rows
-    partition_of = before // PART_ROWS  # by user rank: a user's rows are all in one partition
+    fitted, group = maker.fitted, maker.group
+    splits = _Splits(spec, files, fitted is not None, group, by_user=True)
+    splits.settle(engine.agreed(group, lambda: splits.count(files)), maker.file_numbers)
+    local_before = np.cumsum(splits.user_rows) - splits.user_rows
+    partition_of = local_before // PART_ROWS  # by user, in rank order: a user's rows are all in one partition
     count = int(partition_of[-1]) + 1 if partition_of.size else 0
     with tempfile.TemporaryDirectory(prefix=".partitions-", dir=maker.out_dir) as scratch:
         partitions = _Partitions(scratch, count)
-        offset = 0
-        for data in _batches(spec, files, accounts, fitted is not None):  # read 2: the files' accounts
-            rank = np.asarray(pc.index_in(data["text"][spec.user], value_set=splits.users), np.int64)
-            rows = data["label"].size
-            partitions.write(data, offset + np.arange(rows), rank, partition_of[rank])
-            offset += rows
-        partitions.close()
-        _progress(maker, f"wrote {offset:,} rows of {splits.user_rows.size:,} users into {count} partition(s)")
-        if not offset:
-            raise ZooError(f"{files[0]}: no row is left ({next(iter(accounts.values())).summary()})")
+
+        def partition_read():  # read 2: the files' accounts
+            offset = 0
+            for data in _batches(spec, files, accounts, fitted is not None):
+                mine = np.asarray(pc.index_in(data["text"][spec.user], value_set=splits.users), np.int64)
+                rows = data["label"].size
+                partitions.write(data, offset + np.arange(rows), splits.user_rank[mine], partition_of[mine])
+                offset += rows
+            partitions.close()
+            if not offset:
+                raise ZooError(f"{files[0]}: no row is left ({next(iter(accounts.values())).summary()})")
+            return offset
+
+        rows_written = engine.agreed(group, partition_read)
+        _progress(maker, f"wrote {rows_written:,} rows of {splits.user_rows.size:,} users into {count} partition(s)")
 
         def sorted_partitions():
-            """Yields (split codes, sorted position) per partition, its rows loaded into `maker`, sorted."""
+            """Yields (split codes, sorted position) per partition, its rows loaded into `maker`, sorted; a
+            row's position is its index among every process's rows in (user, time, file order)."""
             splits.restart()
-            position = 0
             for index in range(count):
                 data, file_order, rank = partitions.read(index)
                 maker.load(data)
                 maker.user_code = rank
                 maker._take(np.lexsort((file_order, data["time"] if data["time"] is not None
                                         else np.zeros(file_order.size, np.int64), rank)))
-                maker._index = position + np.arange(file_order.size)
-                position += file_order.size
-                yield splits.codes(maker, maker.data), maker._index
+                rank = maker.user_code
+                first = np.searchsorted(rank, rank)  # each row's user block starts there (sorted by user)
+                maker._index = splits.user_before[rank] + np.arange(rank.size) - first
+                yield splits.codes(maker, maker.data, maker._index), maker._index
 
         if fitted is None:
             statistics, rows = _Statistics(spec), np.zeros(3, np.int64)
             for codes, _ in sorted_partitions():
                 rows += np.bincount(codes, minlength=3)
                 statistics.add(maker.data, codes == 0)
-            if not rows[0]:
+            if not group.sum(rows)[0]:
                 raise ZooError("the split leaves no training row: check 'split' against the data's times")
-            maker.states = statistics.states()
+            maker.states = statistics.states(group)
             _progress(maker, f"fitted on {rows[0]:,} training rows of {rows.sum():,}")
             if spec.label.get("events") and spec.label.get("negatives"):
                 maker.last_seen = _last_seen(maker, sorted_partitions())
@@ -203,12 +207,15 @@ def _last_seen(maker, partitions):
     item = spec.item
     others = [name for name, options in spec.columns.items() if options["role"] == "cand" and name != item]
     known = len(maker.states[item]["tokens"])
-    latest = None
+    latest = engine.latest_per_item(np.zeros(0, np.int32), np.zeros(0, np.int64),
+                                    [np.zeros(0, np.int32) for _ in others])
     for codes, position in partitions:
         encoded = maker._encode(codes == 0)
         rows = np.flatnonzero(codes == 0)
         mine = engine.latest_per_item(encoded[item][rows], position[rows], [encoded[name][rows] for name in others])
-        latest = mine if latest is None else engine.latest_per_item(*engine.concatenate_latest([latest, mine]))
+        latest = engine.latest_per_item(*engine.concatenate_latest([latest, mine]))
+    if maker.sharded:  # each process's latest row per item (bounded by the items)
+        latest = engine.latest_per_item(*engine.concatenate_latest(maker.group.allgather(latest)))
     maker.kinds = {}  # the repairs this sweep counted are counted again when encoding
     return engine.item_attributes(latest, known)
 
@@ -333,23 +340,29 @@ class _Splits:
             for theirs, counts in gathered:
                 totals[theirs] = counts
             self.offsets = (np.cumsum(totals) - totals)[numbers]
-        if self.by_user:  # every user, sorted (a user's rank is its code), and its rows
+        if self.by_user:  # this process's users, sorted; their ranks among every process's users; rows before
             import pyarrow.compute as pc
 
             values, counts = users.result()
             order = pc.array_sort_indices(values)
             self.users, self.user_rows = values.take(order), np.asarray(counts.take(order), np.int64)
+            self.user_rank, everyone = engine.global_user_ranks(group, self.users)
+            totals = np.zeros(everyone, np.int64)
+            for ranks, rows in group.allgather((self.user_rank, self.user_rows)):
+                totals[ranks] = rows
+            self.user_before = (np.cumsum(totals) - totals)
 
     def restart(self):
         """Back to the first row (each read gives the same codes)."""
-        self.offset, self.file = 0, None
+        self.offset, self.next = 0, 0
         self.seen = np.zeros(self.files, np.int64)
         self.rng = np.random.default_rng(self.spec.split.get("seed"))
 
-    def codes(self, maker, data):
+    def codes(self, maker, data, index=None):
+        """Split codes of a batch (rows in file order), or of a sorted partition whose rows are at `index`
+        among every process's rows in (user, time, file order)."""
         rows = data["label"].size
-        split, start = self.spec.split, self.offset
-        self.offset += rows
+        split = self.spec.split
         if maker.fitted is not None or split["by"] in ("date", "user"):  # (rows sorted by user: user_code set)
             return maker._split()
         fractions = split["fractions"]
@@ -357,26 +370,31 @@ class _Splits:
             from zoo.datasets import preprocess
 
             return preprocess.split_by_time(data["time"], self.cut)
-        if self.offsets is None:  # one process: this row's index among all rows is its own
-            if split["by"] == "random":  # the same stream as one draw over every row (PCG64 doubles, in order)
-                return self.rng.choice(3, size=rows, p=fractions).astype(np.int8)
-            return engine.order_split(start + np.arange(rows), self.n, fractions)
-        file = data["file"]  # non-decreasing: the batch's rows in file order
-        within = np.arange(rows) - np.searchsorted(file, file) + self.seen[file]
-        self.seen += np.bincount(file, minlength=self.files)
-        index = self.offsets[file] + within
+        if index is None and self.offsets is None:  # one process: a row's index among all rows is its own
+            index = self.offset + np.arange(rows)
+            self.offset += rows
+        elif index is None:  # this process's files: each file's first index, and the rows of it seen so far
+            file = data["file"]  # non-decreasing: the batch's rows in file order
+            within = np.arange(rows) - np.searchsorted(file, file) + self.seen[file]
+            self.seen += np.bincount(file, minlength=self.files)
+            index = self.offsets[file] + within
         if split["by"] == "order":
             return engine.order_split(index, self.n, fractions)
-        codes = np.empty(rows, np.int8)
-        bounds = np.concatenate([[0], np.flatnonzero(np.diff(file)) + 1, [rows]])
-        for begin, end in zip(bounds[:-1], bounds[1:]):
+        return self._draws(index, fractions)
+
+    def _draws(self, index, fractions):
+        """The random split's codes of the rows at `index`: the single process's one draw over every row (a
+        PCG64 double per row, in order), its stream advanced to each run of consecutive indices."""
+        codes = np.empty(index.size, np.int8)
+        breaks = np.flatnonzero(np.diff(index) != 1) + 1
+        for begin, end in zip(np.concatenate([[0], breaks]), np.concatenate([breaks, [index.size]])):
             if begin == end:
                 continue
-            if self.file != file[begin]:  # the single process's stream, from this row's index on
-                self.file = file[begin]
-                self.rng = np.random.default_rng(split["seed"])
+            if index[begin] != self.next:
+                self.rng = np.random.default_rng(self.spec.split["seed"])
                 self.rng.bit_generator.advance(int(index[begin]))
             codes[begin:end] = self.rng.choice(3, size=end - begin, p=fractions)
+            self.next = int(index[end - 1]) + 1
         return codes
 
 
