@@ -53,8 +53,8 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
     the fitted state (a paper reader that builds through the engine names itself there).
 
     `stream`: build one batch of rows at a time (`spec_streaming`: the same data set, in two or three reads
-    of the files) instead of holding every row (one read); None: streaming when the files together exceed
-    `stream_bytes()` and the spec allows it.
+    of the files) instead of holding every row (one read); None: streaming when the files together (over
+    the processes of `group`) exceed `stream_bytes()`.
 
     `group` (a zoo.datasets.ProcessGroup of several processes): this process reads only its shards of
     `files` (`group.shards`) and writes only their samples, under the fit made over every process's
@@ -64,13 +64,9 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
     group = group or ProcessGroup()
     from zoo.datasets import spec_streaming
 
-    if stream is None:
-        stream = spec_streaming.refusal(spec, fitted, group) is None and sum(
-            os.path.getsize(path) for path in files) > stream_bytes()
+    if stream is None:  # (every process of a group decides alike: a process's share of all the files)
+        stream = sum(os.path.getsize(path) for path in files) / group.size > stream_bytes()
     if stream:
-        why = spec_streaming.refusal(spec, fitted, group)
-        if why:
-            raise ZooError(f"this spec cannot be built streaming: {why}")
         return spec_streaming.build(spec, files, out_dir, verbose, fitted, origin, group)
     files, numbers = shards(group, files, fitted)
 

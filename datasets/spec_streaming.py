@@ -48,19 +48,11 @@ PART_ROWS = 2**20  # rows of a user partition, sorted in memory (a user's rows a
 BLOCK_BYTES = 2**20  # CSV/JSON blocks: pyarrow's reader parses ~30 ahead (16 MiB blocks held 530 MiB)
 
 
-def refusal(spec, fitted=None, group=None):
-    """Why `spec` cannot be built streaming (None when it can)."""
-    return None
-
-
 def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "spec", {}), group=None):
     """`spec_engine.build`'s data set, built streaming (see the module); returns its info. Under a process
-    `group` (rows in file order), this process reads its shards and the fit's statistics are exchanged
-    (bounded by the distinct values, as the in-memory build's)."""
+    `group`, this process reads its shards and the fit's statistics are exchanged (bounded by the distinct
+    values, as the in-memory build's)."""
     group = group or ProcessGroup()
-    why = refusal(spec, fitted, group)
-    if why:
-        raise ZooError(f"this spec cannot be built streaming: {why}")
     files, numbers = engine.shards(group, files, fitted)
     accounts = {path: Repairs(path) for path in files}
     maker = engine._Build(spec, None, accounts, out_dir, fitted, verbose, origin, group, numbers)
