@@ -195,6 +195,21 @@ class ShardedBuildTest(TestCase):
                     self.assertAllClose(second[0][key], first[0][key], atol=1e-6, msg=f"{split} {key}")
                 np.testing.assert_array_equal(second[1], first[1])
 
+    def test_sampled_negatives_in_file_order_streaming_as_in_memory(self):
+        self.write_shards(lambda i, row: i % 4)
+        spec = impression_spec(split={"by": "random", "fractions": [0.7, 0.2, 0.1], "seed": 5})
+        del spec["history"]
+        spec["label"] = {"events": True, "negatives": 2, "seed": 0}
+        parts = in_process_group(3, lambda group: self.build(spec, group, name="memory"))
+        with mock.patch.dict(os.environ, {"ZOO_STREAM_BYTES": "0"}), mock.patch.object(spec_streaming, "BATCH_ROWS", 17):
+            streamed = in_process_group(3, lambda group: self.build(spec, group, name="streamed"))
+        for part, again in zip(parts, streamed):  # each process's negatives and their attributes, as in memory
+            self.assertIn("streamed", again.info)
+            for split in SPLITS:
+                first, second = (p.take(split, np.arange(p.num_rows(split))) for p in (part, again))
+                for key in first[0]:
+                    np.testing.assert_array_equal(second[0][key], first[0][key], err_msg=f"{split} {key}")
+
     def test_users_across_processes_are_refused_for_histories_from_the_log(self):
         self.write_shards(lambda i, row: i % 4)
         with self.assertRaisesRegex(ZooError, "^user 'user-0\\d\\d' has rows in the shards of processes 0 and 1 "

@@ -125,6 +125,8 @@ def _file_parts(spec, index, path, scoring, repairs, only=None, block_bytes=None
     if only is not None:
         only = set(only) | {name for name in (label_column, spec.time and spec.time["column"]) if name}
     wanted = spec.read_columns() if only is None else [name for name in spec.read_columns() if name in only]
+    if not wanted:  # rows counted without a column of the spec's: the file's first, as text (none: every one)
+        wanted = spec_reading.file_columns(path, spec.source)[:1]
     present = spec_reading.check_columns(path, spec.source, wanted, optional)
     labeled = label_column is None or label_column in present
     for chunk in spec_reading.read_chunks(path, spec.source, present, repairs, block_bytes):

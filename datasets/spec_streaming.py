@@ -45,6 +45,7 @@ from zoo.errors import ZooError
 
 BATCH_ROWS = 2**17  # rows encoded at once (pyarrow's vocabulary lookup costs O(vocabulary) per batch)
 PART_ROWS = 2**20  # rows of a user partition, sorted in memory (a user's rows are never split)
+MAX_PARTITIONS = 256  # partition files open at once while writing (larger partitions past 2**28 rows)
 BLOCK_BYTES = 2**20  # CSV/JSON blocks: pyarrow's reader parses ~30 ahead (16 MiB blocks held 530 MiB)
 
 
@@ -68,7 +69,7 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
             rows = np.zeros(3, np.int64)
             for data in _batches(spec, files, accounts, scoring=False):
                 maker.load(data)
-                codes = splits.codes(maker, data)
+                codes = splits.codes(maker, data, splits.positions(data))
                 rows += np.bincount(codes, minlength=3)
                 statistics.add(data, codes == 0)
             if not rows.sum():
@@ -79,26 +80,36 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
         if not rows[0]:
             raise ZooError("the split leaves no training row: check 'split' against the data's times")
         maker.states = statistics.states(group)
-        splits.restart()
         _progress(maker, f"fitted on {rows[0]:,} training rows of {rows.sum():,}")
-    writer = storage.TableAppender(out_dir)
+    reads = int(splits.counting) + (fitted is None) + 1
+
+    def batches(counted):
+        """(batch, split codes) of every kept row again (`counted`: the files' accounts, else a throwaway)."""
+        splits.restart()
+        for data in _batches(spec, files, accounts if counted else {path: Repairs(path) for path in files},
+                             scoring=fitted is not None):
+            maker.load(data)
+            index = splits.positions(data)
+            yield splits.codes(maker, data, index), index
+
+    if fitted is None and spec.label.get("events") and spec.label.get("negatives"):
+        maker.last_seen = _last_seen(maker, batches(False))  # (every batch's training rows, not one batch's)
+        reads += 1
     per_file = np.zeros((3, len(files)), np.int64)  # kept rows, repaired rows, rows that made no sample
-    reading = accounts if fitted is not None else {path: Repairs(path) for path in files}  # counted once
-    for data in _batches(spec, files, reading, scoring=fitted is not None):
-        maker.load(data)
-        codes = splits.codes(maker, data)
-        encoded = maker._encode(codes == 0)
-        samples, _, dropped = maker._samples(codes, encoded, codes == 0)
-        per_file += np.stack([*maker._per_file(), dropped])
-        for name, part in samples.items():
-            writer.append(name, part)
-    if not per_file[0].sum():
-        raise ZooError(f"{files[0]}: no row is left ({next(iter(accounts.values())).summary()})")
-    _progress(maker, f"encoded {per_file[0].sum():,} rows")
-    schema = maker._schema()
-    info = maker._finish(per_file[2], per_file[0], per_file[1])
-    info["streamed"] = {"batch_rows": BATCH_ROWS, "reads": int(splits.counting) + (1 if fitted is None else 0) + 1}
-    writer.close(schema, info)
+    with storage.TableAppender(out_dir) as writer:
+        for codes, _ in batches(fitted is not None):  # (the fit's read counted the files)
+            encoded = maker._encode(codes == 0)
+            samples, _, dropped = maker._samples(codes, encoded, codes == 0)
+            per_file += np.stack([*maker._per_file(), dropped])
+            for name, part in samples.items():
+                writer.append(name, part)
+        if not per_file[0].sum():
+            raise ZooError(f"{files[0]}: no row is left ({next(iter(accounts.values())).summary()})")
+        _progress(maker, f"encoded {per_file[0].sum():,} rows")
+        schema = maker._schema()
+        info = maker._finish(per_file[2], per_file[0], per_file[1])
+        info["streamed"] = {"batch_rows": BATCH_ROWS, "reads": reads}
+        writer.close(schema, info)
     maker.save_fit(schema, info)
     return info
 
@@ -117,19 +128,22 @@ def _build_by_user(spec, files, maker, accounts):
     splits = _Splits(spec, files, fitted is not None, group, by_user=True)
     splits.settle(engine.agreed(group, lambda: splits.count(files)), maker.file_numbers)
     local_before = np.cumsum(splits.user_rows) - splits.user_rows
-    partition_of = local_before // PART_ROWS  # by user, in rank order: a user's rows are all in one partition
-    count = int(partition_of[-1]) + 1 if partition_of.size else 0
+    size = max(PART_ROWS, -(-int(splits.user_rows.sum()) // MAX_PARTITIONS))  # (open files stay few)
+    # by user, in rank order (a user's rows all in one partition); numbered densely (a user of more than
+    # `size` rows would skip a number)
+    partition_of = np.unique(local_before // size, return_inverse=True)[1].reshape(-1)
+    count = int(partition_of.max()) + 1 if partition_of.size else 0
     with tempfile.TemporaryDirectory(prefix=".partitions-", dir=maker.out_dir) as scratch:
         partitions = _Partitions(scratch, count)
 
         def partition_read():  # read 2: the files' accounts
             offset = 0
-            for data in _batches(spec, files, accounts, fitted is not None):
-                mine = np.asarray(pc.index_in(data["text"][spec.user], value_set=splits.users), np.int64)
-                rows = data["label"].size
-                partitions.write(data, offset + np.arange(rows), splits.user_rank[mine], partition_of[mine])
-                offset += rows
-            partitions.close()
+            with partitions:
+                for data in _batches(spec, files, accounts, fitted is not None):
+                    mine = np.asarray(pc.index_in(data["text"][spec.user], value_set=splits.users), np.int64)
+                    rows = data["label"].size
+                    partitions.write(data, offset + np.arange(rows), splits.user_rank[mine], partition_of[mine])
+                    offset += rows
             if not offset:
                 raise ZooError(f"{files[0]}: no row is left ({next(iter(accounts.values())).summary()})")
             return offset
@@ -164,25 +178,25 @@ def _build_by_user(spec, files, maker, accounts):
             if spec.label.get("events") and spec.label.get("negatives"):
                 maker.last_seen = _last_seen(maker, sorted_partitions())
         history = spec.history_from_log()
-        writer = storage.TableAppender(maker.out_dir)
         per_file = np.zeros((3, len(files)), np.int64)
         events = 0
-        for codes, _ in sorted_partitions():
-            encoded = maker._encode(codes == 0)
-            samples, store, dropped = maker._samples(codes, encoded, codes == 0)
-            per_file += np.stack([*maker._per_file(), dropped])
-            if history:
-                for part in samples.values():  # pointers into every partition's events together
-                    part["start"], part["end"] = part["start"] + events, part["end"] + events
-                writer.append("events", store, rows=False)
-                events += store["hist_time"].shape[0]
-            for name, part in samples.items():
-                writer.append(name, part)
-    _progress(maker, f"encoded {per_file[0].sum():,} rows")
-    schema = maker._schema()
-    info = maker._finish(per_file[2], per_file[0], per_file[1])
-    info["streamed"] = {"batch_rows": BATCH_ROWS, "partitions": count, "reads": 2}
-    writer.close(schema, info, "events" if history else "table")
+        with storage.TableAppender(maker.out_dir) as writer:
+            for codes, _ in sorted_partitions():
+                encoded = maker._encode(codes == 0)
+                samples, store, dropped = maker._samples(codes, encoded, codes == 0)
+                per_file += np.stack([*maker._per_file(), dropped])
+                if history:
+                    for part in samples.values():  # pointers into every partition's events together
+                        part["start"], part["end"] = part["start"] + events, part["end"] + events
+                    writer.append("events", store, rows=False)
+                    events += store["hist_time"].shape[0]
+                for name, part in samples.items():
+                    writer.append(name, part)
+            _progress(maker, f"encoded {per_file[0].sum():,} rows")
+            schema = maker._schema()
+            info = maker._finish(per_file[2], per_file[0], per_file[1])
+            info["streamed"] = {"batch_rows": BATCH_ROWS, "partitions": count, "reads": 2}
+            writer.close(schema, info, "events" if history else "table")
     maker.save_fit(schema, info)
     return info
 
@@ -250,7 +264,10 @@ class _Partitions:
             self.writers[index] = pa.ipc.new_file(os.path.join(self.folder, f"{index}.arrow"), schema)
         return self.writers[index]
 
-    def close(self):
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *error):
         for writer in self.writers.values():
             writer.close()
 
@@ -260,7 +277,8 @@ class _Partitions:
 
         import pyarrow as pa
 
-        table = pa.ipc.open_file(os.path.join(self.folder, f"{index}.arrow")).read_all().combine_chunks()
+        with pa.OSFile(os.path.join(self.folder, f"{index}.arrow")) as source:
+            table = pa.ipc.open_file(source).read_all().combine_chunks()
         data = {key: table[key].to_numpy() if key in table.column_names else None for key in engine.KEYS}
         data.update(labeled=self.labeled, text={}, numeric={}, list={})
         for name in table.column_names:
@@ -280,7 +298,8 @@ def _batches(spec, files, accounts, scoring, only=None):
     """Yields the kept rows of every file, in order, as data dicts of about BATCH_ROWS rows."""
     pending, rows = [], 0
     for index, path in enumerate(files):
-        for part in engine._file_parts(spec, index, path, scoring, accounts[path], only, BLOCK_BYTES):
+        block = BLOCK_BYTES if spec.source["format"] == "csv" else None  # (JSON types come from the 1st block)
+        for part in engine._file_parts(spec, index, path, scoring, accounts[path], only, block):
             pending.append(part)
             rows += part["label"].size
             if rows >= BATCH_ROWS:
@@ -324,7 +343,7 @@ class _Splits:
         group, split = self.group, self.spec.split
         self.n = int(group.sum(rows))
         if not self.scoring and split["by"] == "time" and self.n:
-            times = _Distinct.merged(group.allgather((times.values, times.counts)))
+            times = _Distinct.of_pairs(group.allgather((times.values, times.counts)))
             self.cut = engine.time_cut(self.n, split["fractions"], times.order_statistics)
         if group.size > 1 and not self.by_user:
             gathered = group.allgather((numbers, per_file))
@@ -350,11 +369,24 @@ class _Splits:
         self.seen = np.zeros(self.files, np.int64)
         self.rng = np.random.default_rng(self.spec.split.get("seed"))
 
-    def codes(self, maker, data, index=None):
-        """Split codes of a batch (rows in file order), or of a sorted partition whose rows are at `index`
-        among every process's rows in (user, time, file order)."""
+    def positions(self, data):
+        """Each row's index among every process's rows, for a batch of rows in file order (called once per
+        batch, in order, after `restart`)."""
         rows = data["label"].size
+        if self.offsets is None:  # one process: a row's index among all rows is its own
+            self.offset += rows
+            return self.offset - rows + np.arange(rows)
+        file = data["file"]  # non-decreasing: the batch's rows in file order
+        within = np.arange(rows) - np.searchsorted(file, file) + self.seen[file]
+        self.seen += np.bincount(file, minlength=self.files)
+        return self.offsets[file] + within
+
+    def codes(self, maker, data, index):
+        """Split codes of rows (loaded in `maker`) at `index` among every process's rows: in file order, or
+        in (user, time, file order) when sorted by user."""
         split = self.spec.split
+        if not data["label"].size:
+            return np.zeros(0, np.int8)
         if maker.fitted is not None or split["by"] in ("date", "user"):  # (rows sorted by user: user_code set)
             return maker._split()
         fractions = split["fractions"]
@@ -362,14 +394,6 @@ class _Splits:
             from zoo.datasets import preprocess
 
             return preprocess.split_by_time(data["time"], self.cut)
-        if index is None and self.offsets is None:  # one process: a row's index among all rows is its own
-            index = self.offset + np.arange(rows)
-            self.offset += rows
-        elif index is None:  # this process's files: each file's first index, and the rows of it seen so far
-            file = data["file"]  # non-decreasing: the batch's rows in file order
-            within = np.arange(rows) - np.searchsorted(file, file) + self.seen[file]
-            self.seen += np.bincount(file, minlength=self.files)
-            index = self.offsets[file] + within
         if split["by"] == "order":
             return engine.order_split(index, self.n, fractions)
         return self._draws(index, fractions)
@@ -391,20 +415,40 @@ class _Splits:
 
 
 class _Distinct:
-    """Distinct numbers with their counts, merged batch by batch (memory: the distinct values)."""
+    """Distinct numbers with their counts, merged when the unmerged batches outgrow the merged (memory: the
+    distinct values)."""
 
     def __init__(self):
-        self.values, self.counts = np.zeros(0), np.zeros(0, np.int64)
+        self.merged = (np.zeros(0), np.zeros(0, np.int64))
+        self.pending, self.pending_rows = [], 0
 
     def add(self, values, counts=None):
-        values = np.concatenate([self.values, values])
-        counts = np.concatenate([self.counts, np.ones(len(values) - len(self.counts), np.int64)
-                                 if counts is None else counts])
-        self.values, inverse = np.unique(values, return_inverse=True)
-        self.counts = np.bincount(inverse.reshape(-1), weights=counts, minlength=self.values.size).astype(np.int64)
+        values, counts = np.unique(values, return_counts=True) if counts is None else (values, counts)
+        self.pending.append((np.asarray(values, np.float64), np.asarray(counts, np.int64)))
+        self.pending_rows += len(values)
+        if self.pending_rows > max(self.merged[0].size, 2**16):
+            self._merge()
+
+    def _merge(self):
+        if self.pending:
+            values = np.concatenate([self.merged[0]] + [v for v, _ in self.pending])
+            counts = np.concatenate([self.merged[1]] + [c for _, c in self.pending])
+            unique, inverse = np.unique(values, return_inverse=True)
+            self.merged = unique, np.bincount(inverse.reshape(-1), weights=counts, minlength=unique.size).astype(np.int64)
+            self.pending, self.pending_rows = [], 0
+
+    @property
+    def values(self):
+        self._merge()
+        return self.merged[0]
+
+    @property
+    def counts(self):
+        self._merge()
+        return self.merged[1]
 
     @classmethod
-    def merged(cls, pairs):
+    def of_pairs(cls, pairs):
         """One multiset of several (values, counts) pairs."""
         out = cls()
         for values, counts in pairs:
@@ -495,7 +539,7 @@ class _Moments:
             self.total += total
             self.missing += missing
         if self.distinct is not None:
-            self.distinct = _Distinct.merged([part[5] for part in parts])
+            self.distinct = _Distinct.of_pairs([part[5] for part in parts])
 
 
 def _combine(a, b):

@@ -178,6 +178,50 @@ class StreamingBuildTest(TestCase):
                 self.assertGreater(second["info"]["streamed"]["partitions"], 3)
                 self.assert_same_fit(memory, streamed)
 
+    def test_partitions_numbered_densely_and_few(self):
+        # users of ~16 rows against partitions of 5 rows (numbers would skip); then at most 3 partition files
+        files = [write_impression_log(os.path.join(self.folder, "log.csv"), rows=410, users=25, seed=2)]
+        spec = impression_spec(sequence_length=4)
+        memory, streamed = self.both(spec, files, part_rows=5)
+        self.assert_same(memory, streamed, exact=False)
+        self.assertEqual(meta(streamed)["info"]["streamed"]["partitions"], 25)
+        with mock.patch.object(spec_streaming, "MAX_PARTITIONS", 3):
+            memory, streamed = self.both(spec, files, part_rows=5)
+        self.assert_same(memory, streamed, exact=False)
+        self.assertLessEqual(meta(streamed)["info"]["streamed"]["partitions"], 3)
+
+    def test_sampled_negatives_in_file_order_take_every_batch_attributes(self):
+        path = write_impression_log(os.path.join(self.folder, "log.csv"), rows=300, users=20, seed=4)
+        spec = impression_spec(split={"by": "random", "fractions": [0.7, 0.2, 0.1], "seed": 1})
+        del spec["history"]
+        spec["label"] = {"events": True, "negatives": 2, "seed": 0}
+        memory, streamed = self.both(spec, [path], batch_rows=23)
+        self.assert_same(memory, streamed, exact=False)
+        self.assertEqual(meta(streamed)["info"]["streamed"]["reads"], 3)  # fit, last-seen attributes, encode
+
+    def test_row_counting_without_a_label_or_time_column_reads_one_text_column(self):
+        # read 1 of an order split over an event log with no time: types are not guessed from a first block
+        path = os.path.join(self.folder, "events.csv")
+        with open(path, "w") as f:
+            f.write("user,item\n" + "".join(f"u{i % 7},{i % 50}\n" for i in range(300)) + "u1,x12\nu2,x12\n")
+        spec = {"source": {"format": "csv", "delimiter": ",", "header": True}, "label": {"events": True, "seed": 0},
+                "user": "user", "item": "item", "columns": {"user": {"role": "user"}, "item": {"role": "cand"}},
+                "split": {"by": "order", "fractions": [0.8, 0.1, 0.1]}}
+        memory, streamed = self.both(spec, [path])
+        self.assert_same(memory, streamed)
+
+    def test_every_row_dropped_is_one_line_as_in_memory(self):
+        path = write_wide_log(os.path.join(self.folder, "log.csv"), rows=40)
+        with open(path) as f:
+            lines = f.readlines()
+        with open(path, "w") as f:  # every label empty
+            f.writelines([lines[0]] + [",".join(v if i != 1 else "" for i, v in enumerate(line.split(",")))
+                                       for line in lines[1:]])
+        for stream in (False, True):
+            with self.assertRaisesRegex(ZooError, r"log\.csv: no row is left \(log\.csv: read 40 row\(s\); dropped 40 row\(s\) with an empty 'clicked'\)$"):
+                spec_engine.build(wide_spec({"by": "time", "fractions": [0.8, 0.1, 0.1]}), [path],
+                                  os.path.join(self.folder, f"none-{stream}"), verbose=False, stream=stream)
+
     def test_events_with_sampled_negatives_and_scoring_over_user_partitions(self):
         path = write_impression_log(os.path.join(self.folder, "log.csv"), rows=400, users=30, seed=3)
         spec = impression_spec(sequence_length=4)

@@ -113,6 +113,13 @@ class TableAppender:
         if rows:  # a split's samples (not an Events store's "events")
             self.rows[split] = self.rows.get(split, 0) + int(part["labels"].shape[0])
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *error):  # after an error: the files closed (the caller's temporary folder goes)
+        for entry in self.files.values():
+            entry["stream"].close()
+
     def close(self, schema, info, kind="table"):
         import struct
 
