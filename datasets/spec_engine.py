@@ -42,8 +42,8 @@ TIME_BITS = 34  # (time - earliest) < 2**34 s (544 years) beside the user code i
 
 
 def stream_bytes():
-    """Files larger than this together (bytes; ZOO_STREAM_BYTES, default 1 GiB) are built streaming when the
-    spec allows it (zoo.datasets.spec_streaming): memory bounded by the distinct values, not the rows."""
+    """Files larger than this together (bytes; ZOO_STREAM_BYTES, default 1 GiB) are built streaming
+    (zoo.datasets.spec_streaming): memory bounded by the distinct values, not the rows."""
     return int(os.environ.get("ZOO_STREAM_BYTES", 2**30))
 
 
@@ -73,11 +73,16 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
     def read():
         data, accounts = _read(spec, files, scoring=fitted is not None)
         if not data["label"].shape[0]:
-            raise ZooError(f"{files[0]}: no row is left ({next(iter(accounts.values())).summary()})")
+            raise no_row_left(files, accounts)
         return data, accounts
 
     data, accounts = agreed(group, read)
     return _Build(spec, data, accounts, out_dir, fitted, verbose, origin, group, numbers).run()
+
+
+def no_row_left(files, accounts):
+    """The error of a read that kept no row (the first file's account says why)."""
+    return ZooError(f"{files[0]}: no row is left ({next(iter(accounts.values())).summary()})")
 
 
 def shards(group, files, fitted=None):
@@ -220,6 +225,7 @@ class _Build:
         self.kinds = {}  # repair kind -> (rank, rows per file index)
         self.states = {} if fitted is None else dict(fitted["fitted"])
         self.unknown, self._unknown_values = {}, {}
+        self.labeled = True
         self.rngs, self.last_seen = {}, None  # sampled negatives: a stream per split; (streaming) attributes
         if data is not None:
             self.load(data)
@@ -227,7 +233,7 @@ class _Build:
     def load(self, data):
         """Takes `data` (all rows, or the streaming build's next batch) as the rows to build."""
         self.data, self.rows, self._index = data, data["label"].shape[0], None
-        self.labeled = getattr(self, "labeled", True) and bool(data["labeled"])  # every batch's file has labels
+        self.labeled = self.labeled and bool(data["labeled"])  # every batch's file has labels
         self.repaired = np.zeros(self.rows, bool)
 
     def count(self, kind, mask, rank):

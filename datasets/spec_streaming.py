@@ -73,7 +73,7 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
                 rows += np.bincount(codes, minlength=3)
                 statistics.add(data, codes == 0)
             if not rows.sum():
-                raise ZooError(f"{files[0]}: no row is left ({next(iter(accounts.values())).summary()})")
+                raise engine.no_row_left(files, accounts)
             return rows
 
         rows = group.sum(engine.agreed(group, fit_read))
@@ -86,7 +86,7 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
     def batches(counted):
         """(batch, split codes) of every kept row again (`counted`: the files' accounts, else a throwaway)."""
         splits.restart()
-        for data in _batches(spec, files, accounts if counted else {path: Repairs(path) for path in files},
+        for data in _batches(spec, files, accounts if counted else _uncounted(files),
                              scoring=fitted is not None):
             maker.load(data)
             index = splits.positions(data)
@@ -104,7 +104,7 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
             for name, part in samples.items():
                 writer.append(name, part)
         if not per_file[0].sum():
-            raise ZooError(f"{files[0]}: no row is left ({next(iter(accounts.values())).summary()})")
+            raise engine.no_row_left(files, accounts)
         _progress(maker, f"encoded {per_file[0].sum():,} rows")
         schema = maker._schema()
         info = maker._finish(per_file[2], per_file[0], per_file[1])
@@ -145,7 +145,7 @@ def _build_by_user(spec, files, maker, accounts):
                     partitions.write(data, offset + np.arange(rows), splits.user_rank[mine], partition_of[mine])
                     offset += rows
             if not offset:
-                raise ZooError(f"{files[0]}: no row is left ({next(iter(accounts.values())).summary()})")
+                raise engine.no_row_left(files, accounts)
             return offset
 
         rows_written = engine.agreed(group, partition_read)
@@ -199,6 +199,11 @@ def _build_by_user(spec, files, maker, accounts):
             writer.close(schema, info, "events" if history else "table")
     maker.save_fit(schema, info)
     return info
+
+
+def _uncounted(files):
+    """Accounts for a read after (or before) the one that counts the files' rows."""
+    return {path: Repairs(path) for path in files}
 
 
 def _progress(maker, text):
@@ -327,7 +332,7 @@ class _Splits:
         """Read 1 of this process's files: (rows, times' distinct values, users' counts, rows per file)."""
         times, users = _Distinct(), _Counts()
         rows, per_file = 0, np.zeros(len(files), np.int64)
-        for data in _batches(self.spec, files, {path: Repairs(path) for path in files}, self.scoring,
+        for data in _batches(self.spec, files, _uncounted(files), self.scoring,
                              [self.spec.user] if self.by_user else ()):
             rows += data["label"].size
             per_file += np.bincount(data["file"], minlength=len(files))
