@@ -5,6 +5,7 @@ from keras import ops
 
 from zoo.errors import ZooError
 from zoo.recipes.data_check import check_dataset
+from zoo.recipes import host_allocator
 from zoo.recipes.metrics import default_metrics
 from zoo.recipes.protocols import get_recipe
 from zoo.recipes.resume import RunLog, completed_epochs
@@ -200,6 +201,7 @@ def fit(
     `jit_compile` goes to Keras' compile (False skips XLA: faster for a few steps on a CPU).
     Seeds with `recipe.seeds[0]` before building anything (the trainer's heads, the teacher); seed
     before building `model` too (`keras.utils.set_random_seed`) for runs that repeat exactly.
+    Sets the host allocator for training (`zoo.recipes.host_allocator`; `ZOO_HOST_ALLOCATOR=default` opts out).
     `distribution` ("data", "model", "multi-worker" or zoo.recipes.distributed.make_distribution(...)) trains
     on several devices or hosts: the model, its trainer, optimizer and metrics in the engine's scope.
     Returns the History.
@@ -220,6 +222,7 @@ def fit(
         )
     check_model_overrides(model, recipe)
     check_dataset(model, train, *([] if val is None else [val]))
+    host_allocator.tune()  # the steps' freed buffers are reused, not faulted in again (see its docstring)
     keras.utils.set_random_seed(recipe.seeds[0])
     samples_per_row = _num_candidates(train) or 1
     rows = max(recipe.batch_size // samples_per_row, 1) if recipe.batch_size else None
