@@ -117,6 +117,13 @@ class AFNet(keras.layers.Layer):
         means = ops.cumsum(terms, axis=1) / ops.maximum(ops.cumsum(valid, axis=1), 1.0)
         return means, terms
 
+    def history_terms(self, history_self, profile, history_valid):
+        """E_sum of each behaviour, zero on padding [B, L, d]: what the candidates pool over (the second
+        value of `encode_history`, without the history's own alignment)."""
+        history_self = ops.convert_to_tensor(history_self)
+        e_sum = history_self + self.cross(history_self, ops.convert_to_tensor(profile))
+        return e_sum * ops.cast(ops.convert_to_tensor(history_valid), e_sum.dtype)[..., None]
+
     def encode_history(self, history_self, profile, history_valid):
         """History part, causal pool: (E_AFN of the history, E_sum of each behaviour [B, L, d], which the
         candidates pool over). NumPy arrays are accepted (a public entry point, also run outside __call__)."""

@@ -97,6 +97,7 @@ class AFNetTest(TestCase):
         out_tensor, terms_tensor = layer.encode_history(tensor(self.hist), tensor(self.profile), tensor(self.valid))
         self.assertAllClose(out_numpy, out_tensor, atol=1e-6)
         self.assertAllClose(terms_numpy, terms_tensor, atol=1e-6)
+        self.assertAllClose(layer.history_terms(self.hist, self.profile, self.valid), terms_tensor, atol=1e-6)
         expected = layer.encode_candidates(tensor(self.cand), tensor(self.profile), terms_tensor, tensor(self.visible))
         terms_array = keras.ops.convert_to_numpy(terms_tensor)
         from_numpy = layer.encode_candidates(self.cand, self.profile, terms_array, self.visible)

@@ -111,16 +111,18 @@ class SuanEncoder(keras.layers.Layer):
         gap = ops.where(ops.any(visible, axis=-1), newest, 0)
         return candidates + self._positions()[None, self.sequence_length :] + self._time_embedding(gap), times
 
-    def encode_history(self, history, history_valid, history_time, profile):
+    def encode_history(self, history, history_valid, history_time, profile, history_output=True):
         """History [B, L, d] through every block: (last block's history output, cache). NumPy arrays are
-        accepted (a public entry point, also run outside __call__)."""
+        accepted (a public entry point, also run outside __call__). `history_output=False`: (None, cache),
+        without the last block's history output, which scoring does not read (see UAB.encode_history)."""
         history, history_valid, history_time, profile = (
             ops.convert_to_tensor(x) for x in (history, history_valid, history_time, profile)
         )
         x, valid, times, reference = self._embed_history(history, history_valid, history_time)
         cache = {"reference": reference, "times": times, "profile": profile}
+        last = len(self.blocks) - 1
         for i, block in enumerate(self.blocks):
-            x, cache[f"state_{i}"] = block.encode_history(x, profile, valid, times)
+            x, cache[f"state_{i}"] = block.encode_history(x, profile, valid, times, history_output or i < last)
         return x, cache
 
     def encode_candidates(self, candidates, candidate_time, history_visible, cache):
@@ -140,7 +142,7 @@ class SuanEncoder(keras.layers.Layer):
     def call(self, history, candidates, history_valid, history_visible, history_time, candidate_time, profile):
         """The candidates' last-block output [B, M, d]."""
         if self.alignment_pool == "causal":
-            _, cache = self.encode_history(history, history_valid, history_time, profile)
+            _, cache = self.encode_history(history, history_valid, history_time, profile, history_output=False)
             return self.encode_candidates(candidates, candidate_time, history_visible, cache)
         x, valid, times, reference = self._embed_history(history, history_valid, history_time)
         c, c_times = self._embed_candidates(candidates, candidate_time, history_visible, times, reference)

@@ -113,6 +113,12 @@ class SuanEncoderTest(TestCase):
         expected = encoder.encode_candidates(*(keras.ops.convert_to_tensor(a) for a in candidates), cache_tensor)
         self.assertAllClose(encoder.encode_candidates(*candidates, cache_numpy), expected, atol=1e-6)
         self.assertAllClose(encoder.encode_candidates(*candidates, cache_arrays), expected, atol=1e-6)
+        # Without the last block's history output: the same cache, so the same candidates' output.
+        none, cache_alone = encoder.encode_history(*arrays, history_output=False)
+        self.assertIsNone(none)
+        self.assertEqual(sorted(cache_alone), sorted(cache_tensor))
+        for got, want in zip(keras.tree.flatten(cache_alone), keras.tree.flatten(cache_tensor)):
+            self.assertAllClose(got, want, atol=1e-6)
 
     def test_config_round_trip(self):
         encoder = SuanEncoder(1, 2, 6, window_size=2, dilation=3, alignment_pool="global")

@@ -63,18 +63,23 @@ class UAB(keras.layers.Layer):
         self.ffn.build(history_shape)
         self.built = True
 
-    def encode_history(self, history, profile, history_valid, history_times):
+    def encode_history(self, history, profile, history_valid, history_times, history_output=True):
         """History part: (block output [B, L, d], state the candidate passes read). NumPy arrays are
-        accepted (a public entry point, also run outside __call__)."""
+        accepted (a public entry point, also run outside __call__). `history_output=False` returns (None,
+        state): the state needs the self-attention and AFNet's cross-attention terms, not the history's
+        alignment, norm and SwiGLU, which an eager backend (torch) would otherwise run for nothing on the
+        last block."""
         history, profile, history_valid, history_times = (
             ops.convert_to_tensor(x) for x in (history, profile, history_valid, history_times)
         )
         x = self.input_norm(history)
         e_self, keys, values = self.attention.attend_history(x, history_valid, history_times)
         x = self.attention_norm(e_self + x)
+        keys, values, _, times = self.attention.candidate_context(keys, values, history_valid, history_times)
+        if not history_output:
+            return None, (keys, values, times, self.afnet.history_terms(x, profile, history_valid))
         afn, terms = self.afnet.encode_history(x, profile, history_valid)
         x = self.afnet_norm(afn + x)
-        keys, values, _, times = self.attention.candidate_context(keys, values, history_valid, history_times)
         return self.ffn(x) + x, (keys, values, times, terms)
 
     def encode_candidates(self, candidates, profile, state, history_visible, candidate_times):

@@ -101,6 +101,17 @@ class UABTest(TestCase):
             from_numpy = layer.encode_candidates(self.cand, self.profile, state, self.visible, self.cand_t)
             self.assertAllClose(from_numpy, expected, atol=1e-6)
 
+    def test_the_state_alone_skips_the_history_output(self):
+        """history_output=False: no history output, the very state (what the last block of an encoder gives)."""
+        layer = UAB(2, self.length)
+        LayerRunner(layer, *self.args())
+        history = (self.hist, self.profile, self.valid, self.hist_t)
+        _, state = layer.encode_history(*history)
+        none, state_alone = layer.encode_history(*history, history_output=False)
+        self.assertIsNone(none)
+        for got, expected in zip(keras.tree.flatten(state_alone), keras.tree.flatten(state)):
+            self.assertAllClose(got, expected, atol=1e-6)
+
     def test_global_pool_breaks_causality_and_isolation(self):
         """Documented behaviour of alignment_pool="global" (eq 11 as written)."""
         layer = UAB(2, self.length, alignment_pool="global")

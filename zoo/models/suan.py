@@ -275,7 +275,8 @@ class SUAN(ZooModel):
         visible = to_passes(embedded["hist_visible"])  # [B * passes, m2, L]
         profile = self._profile(self.schema, embedded)
         if use_cache:
-            _, cache = encoder.encode_history(embedded["hist"], embedded["hist_valid"], features["hist_time"], profile)
+            _, cache = encoder.encode_history(embedded["hist"], embedded["hist_valid"], features["hist_time"], profile,
+                                              history_output=False)
             cache = keras.tree.map_structure(per_pass, cache)
             out = encoder.encode_candidates(candidates, candidate_time, visible, cache)
         else:
