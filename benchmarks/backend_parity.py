@@ -304,6 +304,14 @@ def worker_env(spec, backend):
     return env
 
 
+def error_summary(output):
+    """A failed worker's output in one line: its last line naming an exception (where it started; TensorFlow
+    ends a numpy_function's error with node names) and its last line."""
+    lines = output.strip().splitlines() or ["no output"]
+    named = [line for line in lines if "Error" in line or "Exception" in line][-1:]
+    return " | ".join(dict.fromkeys(named + lines[-1:]))[-600:]
+
+
 def run_worker(spec, backend, timeout):
     """One (model, backend) run on its own, start to end."""
     command = [sys.executable, __file__, "--worker", json.dumps(dict(spec, turn_steps=0))]
@@ -315,8 +323,7 @@ def run_worker(spec, backend, timeout):
     for line in done.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT "):])
-    tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-    return {"model": spec["model"], "backend": backend, "error": " | ".join(tail)[-300:]}
+    return {"model": spec["model"], "backend": backend, "error": error_summary(done.stderr or done.stdout)}
 
 
 def run_in_turns(spec, backends, timeout):
@@ -352,8 +359,7 @@ def take_turns(commands, timeout):
         procs[side].wait()
         if side not in results:
             logs[side].seek(0)
-            tail = logs[side].read().strip().splitlines()[-3:]
-            results[side] = {"error": " | ".join(tail)[-300:]}
+            results[side] = {"error": error_summary(logs[side].read())}
         return False
 
     try:
