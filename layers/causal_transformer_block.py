@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from zoo.errors import ZooError
-from zoo.layers.masked_softmax import masked_softmax
+from zoo.layers.masked_softmax import masked_attention
 from zoo.layers.rote import RotaryPositionTime
 from zoo.layers.swiglu import SwiGLU
 
@@ -153,9 +153,7 @@ class CausalTransformerBlock(keras.layers.Layer):
         n = ops.shape(x)[1]
         earlier = ops.greater_equal(ops.arange(n)[:, None], ops.arange(n)[None, :])  # j <= i, [n, n]
         allowed = ops.logical_and(earlier[None, :, :], ops.cast(valid, "bool")[:, None, :])  # [B, n, n]
-        logits = ops.einsum("bqhk,bshk->bhqs", q, k) * (1.0 / math.sqrt(self.head_dim))
-        weights = masked_softmax(logits, allowed[:, None, :, :])  # [B, H, n, n]
-        heads = ops.einsum("bhqs,bshk->bqhk", weights, v)
+        heads = masked_attention(q, k, v, allowed[:, None, :, :], 1.0 / math.sqrt(self.head_dim))  # [B, n, H, K]
         out = ops.einsum("bqhk,hkd->bqd", heads, self.output_kernel)
         return out + self.output_bias if self.use_bias else out
 

@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from zoo.errors import ZooError
-from zoo.layers.masked_softmax import masked_softmax
+from zoo.layers.masked_softmax import masked_attention
 
 
 @keras.saving.register_keras_serializable(package="zoo")
@@ -86,9 +86,8 @@ class DeResTransformerLayer(keras.layers.Layer):
         q = self._project(h, self.query_kernel, self.query_bias)
         k = self._project(h, self.key_kernel, self.key_bias)
         v = self._project(h, self.value_kernel, self.value_bias)
-        logits = ops.einsum("bqhk,bshk->bhqs", q, k) * (1.0 / math.sqrt(self.key_dim))
-        weights = ops.softmax(logits, axis=-1) if valid is None else masked_softmax(logits, valid[:, None, None, :])
-        heads = ops.einsum("bhqs,bshk->bqhk", weights, v)
+        allowed = None if valid is None else ops.cast(valid, "bool")[:, None, None, :]
+        heads = masked_attention(q, k, v, allowed, 1.0 / math.sqrt(self.key_dim))
         attended = self._drop(ops.einsum("bqhk,hkw->bqw", heads, self.output_kernel) + self.output_bias)
         y = self._norm(x + attended, self.ffn_norm_gamma, self.ffn_norm_beta)
         hidden = ops.gelu(ops.matmul(y, self.ffn_hidden_kernel) + self.ffn_hidden_bias, approximate=False)

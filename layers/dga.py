@@ -2,7 +2,7 @@ import keras
 from keras import ops
 
 from zoo.errors import ZooError
-from zoo.layers.masked_softmax import masked_softmax
+from zoo.layers.masked_softmax import masked_attention
 from zoo.layers.rote import RotaryPositionTime
 
 
@@ -73,11 +73,7 @@ class DualGatedAttention(keras.layers.Layer):
         if self.causal:
             lower = ops.greater_equal(ops.arange(length)[:, None], ops.arange(length)[None, :])
             allowed = ops.logical_and(allowed, lower[None])
-        scale = ops.cast(1.0 / self.head_dim**0.5, q.dtype)
-        logits = ops.einsum("bqhe,bkhe->bhqk", q, k) * scale
-        allowed = allowed[:, None, :, :]  # [B, 1, Lq, Lk]
-        weights = masked_softmax(logits, allowed)
-        h = ops.einsum("bhqk,bkhe->bqhe", weights, v)
+        h = masked_attention(q, k, v, allowed[:, None, :, :], 1.0 / self.head_dim**0.5)  # [B, Lq, H, d_h]
         h = ops.reshape(h, ops.shape(x))
         return ops.matmul(h * ops.sigmoid(ops.matmul(x, self.w_go)), self.w_o)
 

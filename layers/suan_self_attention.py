@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from zoo.errors import ZooError
-from zoo.layers.masked_softmax import NEG_INF, masked_softmax
+from zoo.layers.masked_softmax import NEG_INF, masked_attention, masked_softmax
 from zoo.layers.relative_attention_bias import RelativeAttentionBias
 
 
@@ -181,8 +181,7 @@ class SuanSelfAttention(keras.layers.Layer):
         positions = ops.arange(self.sequence_length, dtype="int32")
         allowed = ops.logical_and(self._pattern(positions)[None, None], valid[:, None, None, :])  # [B, 1, L, L]
         bias = self.relative_bias(positions[:, None], positions[None, :], times[:, :, None], times[:, None, :])
-        logits = ops.einsum("bqhd,bkhd->bhqk", q, k) * self._scale() + bias[:, None]
-        return ops.einsum("bhqk,bkhd->bqhd", masked_softmax(logits, allowed), v)
+        return masked_attention(q, k, v, allowed, self._scale(), bias[:, None])
 
     def _pattern(self, positions):
         """pattern [L, L]: query i may attend key j (causal; sparse: local window or dilation grid)."""
