@@ -11,10 +11,13 @@ from zoo.recipes import fit, host_allocator
 # (what a tf.data pipeline's run left in a process, measured: every such buffer then came from fresh
 # pages); TUNE=1 then calls host_allocator.tune().
 FAULTS = """
-import ctypes, json, os, resource
+import ctypes, importlib.util, json, os, resource
 import numpy as np
 from numpy._core.multiarray import _set_madvise_hugepage
-from zoo.recipes import host_allocator
+
+spec = importlib.util.spec_from_file_location("host_allocator", os.environ["MODULE"])  # not zoo: no Keras import
+host_allocator = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(host_allocator)
 
 _set_madvise_hugepage(False)  # NumPy's own huge pages would hide the 4 KiB faults; torch asks for none
 
@@ -35,7 +38,7 @@ PAGES = 1024 * 50 * 64 * 4 // 4096  # 3,200 pages of 4 KiB in one buffer
 
 class HostAllocatorTest(TestCase):
     def faults(self, pin, tune, **env):
-        with mock.patch.dict(os.environ, dict(PIN=pin, TUNE=tune, **env)):
+        with mock.patch.dict(os.environ, dict(PIN=pin, TUNE=tune, MODULE=host_allocator.__file__, **env)):
             return json.loads(run_python(FAULTS, "tensorflow", timeout=120).splitlines()[-1])
 
     def test_tuned_glibc_reuses_freed_buffers_instead_of_faulting_in_fresh_pages(self):
