@@ -105,6 +105,12 @@ def make_dataset(processed, split, *, batch_size=256, shuffle=None, seed=0, mode
         # the signature's dtypes, as from_generator converted them (numpy_function would refuse another)
         return [np.asarray(value, spec.dtype.as_numpy_dtype) for value, spec in zip(tf.nest.flatten(batch), flat_signature)]
 
+    if total:
+        # Opens every array a batch reads, here rather than in tf.data's threads: np.load parses a .npy
+        # header with ast.literal_eval, and CPython 3.11 (before 3.11.8) races on its AST constructor
+        # between threads ("SystemError: AST constructor recursion depth mismatch", cpython gh-106905).
+        gather(mine[:1])
+
     def to_batch(index):
         flat = tf.numpy_function(gather, [index], [spec.dtype for spec in flat_signature], stateful=False)
         for tensor, spec in zip(flat, flat_signature):

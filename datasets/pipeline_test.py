@@ -1,4 +1,6 @@
 import os
+import threading
+from unittest import mock
 
 import keras
 import numpy as np
@@ -35,6 +37,26 @@ class PipelineTest(TestCase):
         model.compile(optimizer="adam", loss="binary_crossentropy")
         history = model.fit(dataset.take(1), verbose=0)  # the tf.data pipeline itself, on this backend
         self.assertTrue(np.isfinite(history.history["loss"][0]), keras.backend.backend())
+
+    def test_the_arrays_are_opened_before_tf_datas_threads_start(self):
+        """np.load parses .npy headers with ast, which CPython 3.11.7 races on between threads: every load
+        happens in the thread that builds the pipeline, none in the parallel gathers."""
+        from zoo.datasets import storage
+
+        loads, original = [], np.load
+
+        def recorded(*args, **kwargs):
+            loads.append(threading.current_thread() is threading.main_thread())
+            return original(*args, **kwargs)
+
+        folder, cache = self.eleme_folder(), self.get_temp_dir()
+        load("eleme", folder, cache_dir=cache, batch_size=16, sequence_length=8)  # builds the cache
+        with mock.patch.object(storage.np, "load", side_effect=recorded):
+            dataset, _ = load("eleme", folder, cache_dir=cache, batch_size=16, sequence_length=8, split="train")
+            self.assertTrue(loads)
+            for _ in dataset.take(4):
+                pass
+        self.assertTrue(all(loads), f"{loads.count(False)} of {len(loads)} arrays were opened in a tf.data thread")
 
     def test_a_process_share_is_every_size_th_row_from_its_rank(self):
         folder = write_ratings(self.get_temp_dir())

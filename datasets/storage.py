@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 
 import numpy as np
 
@@ -147,11 +148,16 @@ class _Processed:
         self.rows = meta["rows"]
         self.info = meta["info"]
 
+    _opening = threading.Lock()
+
     def _load(self, name):
-        """The array `name`, memory-mapped once and kept (batches gather from it many times)."""
+        """The array `name`, memory-mapped once and kept (batches gather from it many times); opened by one
+        thread at a time (make_dataset opens a split's arrays before tf.data's threads start)."""
         arrays = self.__dict__.setdefault("_arrays", {})
         if name not in arrays:
-            arrays[name] = np.load(os.path.join(self.directory, f"{name}.npy"), mmap_mode="r")
+            with self._opening:
+                if name not in arrays:
+                    arrays[name] = np.load(os.path.join(self.directory, f"{name}.npy"), mmap_mode="r")
         return arrays[name]
 
     def num_rows(self, split):
