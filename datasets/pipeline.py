@@ -107,8 +107,9 @@ def make_dataset(processed, split, *, batch_size=256, shuffle=None, seed=0, mode
 
     if total:
         # Opens every array a batch reads, here rather than in tf.data's threads: np.load parses a .npy
-        # header with ast.literal_eval, and CPython 3.11 (before 3.11.8) races on its AST constructor
-        # between threads ("SystemError: AST constructor recursion depth mismatch", cpython gh-106905).
+        # header with ast.literal_eval, and CPython 3.11 (3.11.7 here) races on its AST constructor's
+        # recursion count between threads ("SystemError: AST constructor recursion depth mismatch"; see
+        # cpython gh-106905).
         gather(mine[:1])
 
     def to_batch(index):
