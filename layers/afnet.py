@@ -8,6 +8,11 @@ from zoo.errors import ZooError
 POOLS = ("causal", "global")
 
 
+def _without_padding(e_sum, history_valid):
+    """E_sum [B, L, d] with padded behaviours zeroed."""
+    return e_sum * ops.cast(history_valid, e_sum.dtype)[..., None]
+
+
 @keras.saving.register_keras_serializable(package="zoo")
 class AFNet(keras.layers.Layer):
     """SUAN §3.2.2 adaptive fusion network: cross-attention to the user profile (eq 7-9), then
@@ -113,7 +118,7 @@ class AFNet(keras.layers.Layer):
         """Causal eq 11 over the history: (per-token prefix means [B, L, d], E_sum of each behaviour,
         zero on padding [B, L, d])."""
         valid = ops.cast(history_valid, e_sum.dtype)[..., None]
-        terms = e_sum * valid
+        terms = _without_padding(e_sum, history_valid)
         means = ops.cumsum(terms, axis=1) / ops.maximum(ops.cumsum(valid, axis=1), 1.0)
         return means, terms
 
@@ -122,7 +127,7 @@ class AFNet(keras.layers.Layer):
         value of `encode_history`, without the history's own alignment)."""
         history_self = ops.convert_to_tensor(history_self)
         e_sum = history_self + self.cross(history_self, ops.convert_to_tensor(profile))
-        return e_sum * ops.cast(ops.convert_to_tensor(history_valid), e_sum.dtype)[..., None]
+        return _without_padding(e_sum, ops.convert_to_tensor(history_valid))
 
     def encode_history(self, history_self, profile, history_valid):
         """History part, causal pool: (E_AFN of the history, E_sum of each behaviour [B, L, d], which the

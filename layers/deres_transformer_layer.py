@@ -86,7 +86,7 @@ class DeResTransformerLayer(keras.layers.Layer):
         q = self._project(h, self.query_kernel, self.query_bias)
         k = self._project(h, self.key_kernel, self.key_bias)
         v = self._project(h, self.value_kernel, self.value_bias)
-        allowed = None if valid is None else ops.cast(valid, "bool")[:, None, None, :]
+        allowed = None if valid is None else valid[:, None, None, :]  # masked_attention casts it
         heads = masked_attention(q, k, v, allowed, 1.0 / math.sqrt(self.key_dim))
         attended = self._drop(ops.einsum("bqhk,hkw->bqw", heads, self.output_kernel) + self.output_bias)
         y = self._norm(x + attended, self.ffn_norm_gamma, self.ffn_norm_beta)

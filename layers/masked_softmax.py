@@ -33,12 +33,10 @@ def masked_attention(query, key, value, allowed, scale, bias=None):
     """
     if keras.backend.backend() == "torch" and query.dtype == key.dtype == value.dtype and \
             keras.backend.standardize_dtype(query.dtype) == "float32":
-        folded = 0.0 if bias is None else ops.cast(bias, "float32")
+        folded = None if bias is None else ops.cast(bias, "float32")
         if allowed is not None:
             allowed = ops.cast(allowed, "bool")
-            folded = ops.where(allowed, folded, NEG_INF)
-        if bias is None and allowed is None:
-            folded = None
+            folded = ops.where(allowed, 0.0 if folded is None else folded, NEG_INF)
         out = ops.dot_product_attention(query, key, value, bias=folded, scale=scale)
         if allowed is None:
             return out
