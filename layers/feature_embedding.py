@@ -61,6 +61,25 @@ class FeatureEmbedding(keras.layers.Layer):
     def _table(self, feature):
         return self.tables[feature.name if feature.group in ("hist", "cand") else feature.key]
 
+    def _lookup(self, feature, ids):
+        """The rows of `feature`'s table at `ids`: [*ids.shape, d], in the compute dtype.
+
+        Under torch a float table is gathered with `torch.index_select`: the same rows as the Embedding
+        layer's `F.embedding`, but its backward is `index_add_` where F.embedding's is CPU
+        `embedding_dense_backward`, 2.7x slower at 51,200 ids into a [1351, 32] table and 30x into a
+        [1351, 1] one (`benchmarks/torch_step_cost.py --model deepfm` prints both).
+        `feature_embedding_test.py` checks the rows and the table's gradient against the layer's.
+        """
+        table = self._table(feature)
+        if keras.backend.backend() != "torch" or table.quantization_mode is not None or table.lora_enabled:
+            return table(ids)
+        import torch
+
+        weights = ops.convert_to_tensor(table.embeddings)
+        index = ops.cast(ops.reshape(ids, (-1,)), "int64")  # with int32 ids index_add_ takes a 5x slower path
+        rows = torch.index_select(weights, 0, index).reshape(*ids.shape, weights.shape[-1])
+        return ops.cast(rows, self.compute_dtype)
+
     def _tokens(self, features, group, embedded):
         """Concatenates a sequence group's fields in the shared layout, zero-filling absent fields."""
         present = {f.name: f for f in self.schema.group(group)}
@@ -89,7 +108,7 @@ class FeatureEmbedding(keras.layers.Layer):
 
     def call(self, features):
         embedded = {
-            f.key: self._table(f)(ops.cast(features[f.key], "int32"))
+            f.key: self._lookup(f, ops.cast(features[f.key], "int32"))
             for f in self.schema.features
             if f.group != "num" and f.key in features
         }

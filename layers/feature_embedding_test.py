@@ -1,3 +1,5 @@
+from unittest import mock
+
 import keras
 import numpy as np
 
@@ -104,3 +106,30 @@ class FeatureEmbeddingTest(TestCase):
         untimed = Schema(features=schema.features, sequence_length=4, num_candidates=2)
         out = FeatureEmbedding(untimed)({k: v for k, v in features.items() if not k.endswith("_time")})
         self.assertAllClose(out["hist_visible"], [[[False, True, True, True]] * 2])
+
+    def test_lookups_are_the_tables_rows_and_their_gradient_adds_per_id(self):
+        simulator = small_simulator()
+        features, _ = simulator.sample(6, seed=4)
+        layer = FeatureEmbedding(simulator.schema)
+        layer(features)
+        key = "hist_item_id"
+        table = layer.tables["item_id"]
+        ids = np.asarray(features[key]).astype("int64")
+        rows = keras.ops.convert_to_numpy(layer(features)[key])
+        np.testing.assert_array_equal(rows, keras.ops.convert_to_numpy(table.embeddings)[ids])
+        if keras.backend.backend() != "torch":
+            return
+        # torch: the rows come from index_select and the table's gradient is NumPy's add.at of the
+        # upstream gradient per id (what F.embedding's backward gives), repeated ids included.
+        import torch
+
+        upstream = np.random.RandomState(5).normal(size=rows.shape).astype("float32")
+        with mock.patch.object(torch, "index_select", wraps=torch.index_select) as gather:
+            out = layer({k: v for k, v in features.items() if k.startswith("hist_")})[key]
+        self.assertEqual(gather.call_args.args[2].dtype, torch.int64)
+        (out * torch.tensor(upstream)).sum().backward()
+        expected = np.zeros(tuple(table.embeddings.shape), "float32")
+        np.add.at(expected, ids, upstream)
+        self.assertGreater(len(np.unique(ids[ids > 0])), 1)
+        self.assertLess(len(np.unique(ids)), ids.size)  # repeated ids: their gradients must add up
+        self.assertAllClose(table.embeddings.value.grad.numpy(), expected, atol=1e-6)
