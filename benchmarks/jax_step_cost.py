@@ -26,12 +26,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SIZES = {  # benchmarks/backend_parity.py's
-    "din": {"attention_units": (32, 16), "mlp_units": (64, 32)},
-    "deres_p": {"num_layers": 2, "width": 8, "num_heads": 2, "num_blocks": 1},
-    "deepfm": {},
-    "bst": {},
-}
 NO_YNN = "--xla_cpu_experimental_ynn_fusion_type=-dot,-eltwise,-reduce"
 
 
@@ -42,13 +36,14 @@ def worker(backend, model_name, batch_size, length, steps, profile):
     import keras
 
     import zoo
+    from backend_parity import hyperparameters
     from step_timing import train_step_seconds
     from zoo.datasets import BehaviourSimulator
 
     simulator = BehaviourSimulator(sequence_length=length, timeline_length=length + 30, embedding_dim=32)
     features, labels = simulator.sample(batch_size, seed=1)
     keras.utils.set_random_seed(0)
-    model = zoo.get(model_name, schema=simulator.schema, **SIZES.get(model_name, {}))
+    model = zoo.get(model_name, schema=simulator.schema, **hyperparameters(model_name, smoke=False))
     model.compile(optimizer=keras.optimizers.Adam(1e-3), loss="binary_crossentropy", jit_compile=True)
     first, times = train_step_seconds(model, features, labels, steps, warmup=2)
     out = {"first_s": first, "step_ms": 1e3 * statistics.median(times)}

@@ -26,15 +26,20 @@ class FeatureEmbedding(keras.layers.Layer):
         "num": [B, F_num] float32 numerics;
         and every id feature's own embedding under its key ("user_age": [B, d]).
 
+    With `sequence_tokens=False` the "hist" and "cand" tokens are not built (the feature-interaction
+    baselines read each feature's own embedding through FieldTokens): eager torch would otherwise
+    concatenate a [B, L, D] tensor every step that nothing reads (XLA drops it on the other backends).
+
     A batch may hold a subset of the schema's keys (a serving sub-model: ReST's encoder takes the
     hist_* keys only, its decoder no hist_* key): the features present are embedded, and a group's
     entry ("hist", "user", ...) is returned when all of that group's keys are present. Part of a
     group is an error naming the missing keys.
     """
 
-    def __init__(self, schema, embeddings_initializer="uniform", **kwargs):
+    def __init__(self, schema, embeddings_initializer="uniform", sequence_tokens=True, **kwargs):
         super().__init__(**kwargs)
         self.schema = Schema.from_dict(schema)
+        self.sequence_tokens = bool(sequence_tokens)
         if embeddings_initializer == "uniform":  # Keras' U(-0.05, 0.05), drawn on the host under JAX
             embeddings_initializer = EmbeddingUniform()
         self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
@@ -121,7 +126,7 @@ class FeatureEmbedding(keras.layers.Layer):
             complete[group] = bool(keys) and not missing
         outputs = dict(embedded)
         for group in ("hist", "cand"):
-            if complete[group]:
+            if complete[group] and self.sequence_tokens:
                 outputs[group] = self._tokens(features, group, embedded)
         if complete["hist"]:
             ids = [ops.cast(features[f.key], "int32") for f in self.schema.group("hist")]
@@ -145,6 +150,7 @@ class FeatureEmbedding(keras.layers.Layer):
             {
                 "schema": self.schema.to_dict(),
                 "embeddings_initializer": keras.initializers.serialize(self.embeddings_initializer),
+                "sequence_tokens": self.sequence_tokens,
             }
         )
         return config

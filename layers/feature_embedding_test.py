@@ -133,3 +133,17 @@ class FeatureEmbeddingTest(TestCase):
         self.assertGreater(len(np.unique(ids[ids > 0])), 1)
         self.assertLess(len(np.unique(ids)), ids.size)  # repeated ids: their gradients must add up
         self.assertAllClose(table.embeddings.value.grad.numpy(), expected, atol=1e-6)
+
+    def test_without_sequence_tokens_the_rest_is_the_same(self):
+        simulator = small_simulator()
+        features, _ = simulator.sample(3, seed=2)
+        layer = FeatureEmbedding(simulator.schema)
+        full = layer(features)
+        lean = FeatureEmbedding.from_config(dict(layer.get_config(), sequence_tokens=False))
+        lean(features)
+        lean.set_weights(layer.get_weights())
+        outputs = lean(features)
+        self.assertFalse(lean.get_config()["sequence_tokens"])
+        self.assertEqual(sorted(full), sorted(list(outputs) + ["cand", "hist"]))
+        for key, value in outputs.items():
+            self.assertAllClose(value, full[key])
