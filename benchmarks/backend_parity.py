@@ -114,6 +114,7 @@ class Timeline:
         self.epoch_begin, self.train_batches, self.test_begin, self.test_batches = [], [], [], []
         self.epoch_end = []
         self.turn_steps, self.steps, self.paused = turn_steps, 0, 0.0
+        self.train_begin = self.train_end = None  # fit's own set-up ends, its tear-down begins
 
     def now(self):
         return time.perf_counter() - self.paused
@@ -133,7 +134,11 @@ class Timeline:
 
         class Record(keras.callbacks.Callback):
             def on_train_begin(self, logs=None):
+                timeline.train_begin = timeline.now()
                 timeline.wait_for_turn()
+
+            def on_train_end(self, logs=None):
+                timeline.train_end = timeline.now()
 
             def on_epoch_begin(self, epoch, logs=None):
                 timeline.epoch_begin.append(timeline.now())
@@ -276,6 +281,8 @@ def worker(spec):
         auc=float(metrics["auc"]), logloss=float(metrics["logloss"]), peak_mb=memory, memory_of=where,
         feed_samples_per_second=feed_rate(train, spec["batch_size"]), hyperparameters=params,
         jit_compile=str(jit), fit_s=fit_s, fit_samples_per_second=rows * spec["epochs"] / fit_s,
+        # fit_s = set-up (zoo.recipes.fit's, then Keras' until on_train_begin) + epochs + tear-down
+        setup_s=timeline.train_begin - started, teardown_s=started + fit_s - timeline.train_end,
     )
     return result
 

@@ -44,7 +44,9 @@ process' timed fit. Rates, on both sides:
 - step ms: the median time from one training step's end to the next's in epochs 2.. (loading the batch
   included);
 - 1st step s: the first step's time less a steady step: tracing and XLA compilation for the zoo (JAX
-  and TensorFlow; torch runs eagerly), the data loader's start (Ray's shuffle) for FuxiCTR.
+  and TensorFlow; torch runs eagerly), the data loader's start (Ray's shuffle) for FuxiCTR;
+- set-up s, end s (the zoo): the part of the whole fit before its first epoch (zoo.recipes.fit's and
+  Keras' set-up, until on_train_begin) and after its last (from on_train_end until fit returns).
 Goal: the zoo >= 1.5x FuxiCTR's samples/s on every backend, at equal AUC (within 0.003) and LogLoss.
 """
 
@@ -306,7 +308,7 @@ RATES = (("fit_samples_per_second", "whole fit"), ("samples_per_second", "steady
 
 def print_table(results, models, backends, reference_of):
     print(f"\n{'model':<8}{'side':<17}{'params':>8}{'fit samples/s':>14}{'steady samples/s':>17}{'fit x':>7}"
-          f"{'steady x':>9}{'step ms':>8}{'1st step s':>11}{'AUC':>8}{'LogLoss':>9}")
+          f"{'steady x':>9}{'step ms':>8}{'1st step s':>11}{'set-up s':>9}{'end s':>7}{'AUC':>8}{'LogLoss':>9}")
 
     def cell(r, key, width, form, scale=1):
         return f"{scale * r[key]:>{width}{form}}" if r.get(key) is not None else f"{'-':>{width}}"
@@ -325,7 +327,8 @@ def print_table(results, models, backends, reference_of):
             note = f"   <- {source}" if side.startswith("FuxiCTR") else ""
             print(f"{model:<8}{side:<17}{cell(r, 'parameters', 8, ',')}{cell(r, 'fit_samples_per_second', 14, ',.0f')}"
                   f"{r['samples_per_second']:>17,.0f}{ratios}{cell(r, 'step_s', 8, '.1f', 1000)}"
-                  f"{cell(first_step, 'first_step_s', 11, '.1f')}{r['auc']:>8.4f}{r['logloss']:>9.4f}{note}")
+                  f"{cell(first_step, 'first_step_s', 11, '.1f')}{cell(r, 'setup_s', 9, '.1f')}"
+                  f"{cell(r, 'teardown_s', 7, '.1f')}{r['auc']:>8.4f}{r['logloss']:>9.4f}{note}")
 
 
 def print_goals(results, models, backends, reference_of):

@@ -115,6 +115,9 @@ class BackendParitySmokeTest(TestCase):
         self.assertEqual(result["rows"], 512)
         self.assertGreater(result["samples_per_second"], 0)
         self.assertGreaterEqual(result["overhead_s"], 0)
+        # fit's time splits into its set-up, the epochs and its end
+        self.assertTrue(0 <= result["setup_s"] and 0 <= result["teardown_s"], result)
+        self.assertLess(result["setup_s"] + result["teardown_s"] + sum(result["epoch_s"]), result["fit_s"] + 1e-6)
         self.assertTrue(0.0 <= result["auc"] <= 1.0 and result["logloss"] > 0, result)
         self.assertGreater(result["peak_mb"], 0)
         printed = io.StringIO()
