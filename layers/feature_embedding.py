@@ -82,6 +82,7 @@ class FeatureEmbedding(keras.layers.Layer):
 
         weights = ops.convert_to_tensor(table.embeddings)
         index = ops.cast(ops.reshape(ids, (-1,)), "int64")  # with int32 ids index_add_ takes a 5x slower path
+        index = ops.where(index < 0, index + weights.shape[0], index)  # negative ids wrap, as keras.ops.take's
         rows = torch.index_select(weights, 0, index).reshape(*ids.shape, weights.shape[-1])
         return ops.cast(rows, self.compute_dtype)
 

@@ -133,6 +133,9 @@ class FeatureEmbeddingTest(TestCase):
         self.assertGreater(len(np.unique(ids[ids > 0])), 1)
         self.assertLess(len(np.unique(ids)), ids.size)  # repeated ids: their gradients must add up
         self.assertAllClose(table.embeddings.value.grad.numpy(), expected, atol=1e-6)
+        # a negative id reads the row Keras' Embedding layer reads (keras.ops.take wraps it)
+        negative = dict(features, **{key: -np.asarray(features[key])})
+        self.assertAllClose(layer(negative)[key], table(negative[key]))
 
     def test_without_sequence_tokens_the_rest_is_the_same(self):
         simulator = small_simulator()
