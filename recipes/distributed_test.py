@@ -10,6 +10,8 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
+import time
 import unittest
 
 import keras
@@ -135,26 +137,43 @@ def _free_port():
 def _run_workers(codes, environments, timeout):
     """Runs each code (one for all, or one per environment) in its own interpreter (a loopback cluster),
     waits for all of them, kills every one still running at `timeout` seconds; returns each one's last
-    stdout line as JSON."""
+    stdout line as JSON. A worker that fails stops the others at once (its peers would wait for it in a
+    collective until the timeout), and a failure or a timeout shows every worker's stderr."""
     codes = [codes] * len(environments) if isinstance(codes, str) else codes
-    processes = []
+    processes, logs = [], []
     for code, extra in zip(codes, environments):
         env = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3", **extra)
+        logs.append((tempfile.TemporaryFile(mode="w+"), tempfile.TemporaryFile(mode="w+")))
         processes.append(subprocess.Popen([sys.executable, "-c", code], env=env, cwd=ROOT, text=True,
-                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE))
-    results = []
+                                          stdout=logs[-1][0], stderr=logs[-1][1]))
+
+    def read(log):
+        log.seek(0)
+        return log.read()
+
+    def stderrs():
+        return "\n".join(f"--- worker {i} (exit {p.poll()}):\n{read(err)[-3000:]}"
+                         for i, (p, (_, err)) in enumerate(zip(processes, logs)))
+
     try:
-        for process in processes:
-            stdout, stderr = process.communicate(timeout=timeout)
-            if process.returncode:
-                raise AssertionError(f"a worker failed:\n{stderr[-3000:]}")
-            results.append(json.loads(stdout.strip().splitlines()[-1]))
+        deadline = time.monotonic() + timeout
+        while any(p.poll() is None for p in processes):
+            if any(p.poll() for p in processes):
+                raise AssertionError(f"a worker failed:\n{stderrs()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the workers did not finish in {timeout} s:\n{stderrs()}")
+            time.sleep(0.2)
+        if any(p.returncode for p in processes):
+            raise AssertionError(f"a worker failed:\n{stderrs()}")
+        return [json.loads(read(out).strip().splitlines()[-1]) for out, _ in logs]
     finally:
         for process in processes:
             if process.poll() is None:
                 process.kill()
-                process.communicate()
-    return results
+                process.wait()
+        for out, err in logs:
+            out.close()
+            err.close()
 
 
 _WORKER = """
