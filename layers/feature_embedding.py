@@ -1,6 +1,7 @@
 import keras
 from keras import ops
 
+from zoo.backend_kernels import gather_rows
 from zoo.errors import ZooError
 from zoo.layers.embedding_uniform import EmbeddingUniform
 from zoo.schema import Schema
@@ -67,24 +68,8 @@ class FeatureEmbedding(keras.layers.Layer):
         return self.tables[feature.name if feature.group in ("hist", "cand") else feature.key]
 
     def _lookup(self, feature, ids):
-        """The rows of `feature`'s table at `ids`: [*ids.shape, d], in the compute dtype.
-
-        Under torch a float table is gathered with `torch.index_select`: the same rows as the Embedding
-        layer's `F.embedding`, but its backward is `index_add_` where F.embedding's is CPU
-        `embedding_dense_backward`, 2.7x slower at 51,200 ids into a [1351, 32] table and 30x into a
-        [1351, 1] one (`benchmarks/torch_step_cost.py --model deepfm` prints both).
-        `feature_embedding_test.py` checks the rows and the table's gradient against the layer's.
-        """
-        table = self._table(feature)
-        if keras.backend.backend() != "torch" or table.quantization_mode is not None or table.lora_enabled:
-            return table(ids)
-        import torch
-
-        weights = ops.convert_to_tensor(table.embeddings)
-        index = ops.cast(ops.reshape(ids, (-1,)), "int64")  # with int32 ids index_add_ takes a 5x slower path
-        index = ops.where(index < 0, index + weights.shape[0], index)  # negative ids wrap, as keras.ops.take's
-        rows = torch.index_select(weights, 0, index).reshape(*ids.shape, weights.shape[-1])
-        return ops.cast(rows, self.compute_dtype)
+        """The rows of `feature`'s table at `ids` (zoo.backend_kernels.gather_rows: torch's fast backward)."""
+        return gather_rows(self._table(feature), ids)
 
     def _tokens(self, features, group, embedded):
         """Concatenates a sequence group's fields in the shared layout, zero-filling absent fields."""
