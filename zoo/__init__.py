@@ -10,7 +10,11 @@
 
 import sys
 
+from zoo import threads as _threads
+
 __version__ = "0.1.0"
+
+_threads.configure()  # before Keras imports a backend: thread pools sized to this process's CPUs (zoo/threads.py)
 
 
 def _starting_command_line():

@@ -1,0 +1,95 @@
+import json
+import os
+import subprocess
+import sys
+import types
+from unittest import mock
+
+from tests.testing import ROOT, TestCase
+from zoo import threads
+
+# A fresh interpreter: what `import zoo` leaves in the environment and in torch's pool. BEFORE=1 imports
+# torch first (too late for the environment: the pool is resized instead).
+REPORT = """
+import json, os, sys
+if os.environ.get("BEFORE") == "1":
+    import torch
+import zoo
+import torch
+print(json.dumps({"env": {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS",
+                  "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")},
+                  "torch_threads": torch.get_num_threads(), "usable": zoo.threads.usable_cpus(),
+                  "applied": zoo.threads.applied}))
+"""
+
+
+def _report(**env):
+    environment = {k: v for k, v in os.environ.items()
+                   if k not in threads.SIZED + ("OMP_WAIT_POLICY", "ZOO_THREADS", "BEFORE")}
+    environment.update(KERAS_BACKEND="torch", PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3", **env)
+    done = subprocess.run([sys.executable, "-c", REPORT], env=environment, capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+class UsableCpusTest(TestCase):
+    def quota_files(self, v2=None, v1=None):
+        folder = self.get_temp_dir()
+        paths = {"v2_max": os.path.join(folder, "cpu.max"), "v1_quota": os.path.join(folder, "quota"),
+                 "v1_period": os.path.join(folder, "period")}
+        if v2 is not None:
+            with open(paths["v2_max"], "w") as file:
+                file.write(v2)
+        if v1 is not None:
+            for key, value in zip(("v1_quota", "v1_period"), v1):
+                with open(paths[key], "w") as file:
+                    file.write(value)
+        return paths
+
+    def test_quota_from_cgroup_v2_and_v1(self):
+        self.assertEqual(threads.cgroup_quota(**self.quota_files(v2="150000 100000\n")), 1.5)
+        self.assertIsNone(threads.cgroup_quota(**self.quota_files(v2="max 100000\n")))
+        self.assertEqual(threads.cgroup_quota(**self.quota_files(v1=("50000", "100000"))), 0.5)
+        self.assertIsNone(threads.cgroup_quota(**self.quota_files(v1=("-1", "100000"))))
+        self.assertIsNone(threads.cgroup_quota(**self.quota_files()))  # no cgroup files at all
+        self.assertIsNone(threads.cgroup_quota(**self.quota_files(v2="garbage")))
+
+    def test_usable_cpus_is_the_affinity_capped_by_the_quota_rounded_up(self):
+        affinity = len(os.sched_getaffinity(0))
+        self.assertEqual(threads.usable_cpus(**self.quota_files()), affinity)
+        self.assertEqual(threads.usable_cpus(**self.quota_files(v2="50000 100000")), 1)  # 0.5 CPU -> 1 thread
+        self.assertEqual(threads.usable_cpus(**self.quota_files(v2=f"{100000 * (affinity + 4)} 100000")), affinity)
+
+
+class ConfigureTest(TestCase):
+    def test_import_sizes_torch_and_tensorflow_and_makes_openmp_passive(self):
+        report = _report()
+        usable = str(report["usable"])
+        self.assertEqual(report["env"], {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": usable,
+                                         "TF_NUM_INTRAOP_THREADS": usable, "TF_NUM_INTEROP_THREADS": usable})
+        self.assertEqual(report["torch_threads"], report["usable"])
+
+    def test_the_users_own_settings_win(self):
+        report = _report(OMP_NUM_THREADS="1", OMP_WAIT_POLICY="ACTIVE")
+        self.assertEqual(report["env"]["OMP_WAIT_POLICY"], "ACTIVE")
+        self.assertEqual(report["env"]["OMP_NUM_THREADS"], "1")
+        self.assertEqual(report["torch_threads"], 1)
+        self.assertNotIn("OMP_NUM_THREADS", report["applied"])
+
+    def test_opt_out_leaves_everything_alone(self):
+        report = _report(ZOO_THREADS="default")
+        self.assertEqual(report["applied"], {})
+        self.assertEqual(set(report["env"].values()), {None})
+
+    def test_torch_imported_first_gets_its_pool_resized(self):
+        # torch sized its pool before zoo could set the environment: configure() resizes it to the quota.
+        calls = []
+        torch = types.SimpleNamespace(get_num_threads=lambda: 4, set_num_threads=calls.append)
+        environment = {k: v for k, v in os.environ.items() if k not in threads.SIZED + ("OMP_WAIT_POLICY",)}
+        with mock.patch.dict(os.environ, environment, clear=True), mock.patch.dict(sys.modules, torch=torch), \
+                mock.patch.object(threads, "applied", {}), mock.patch.object(threads, "usable_cpus", lambda: 1):
+            applied = threads.configure()
+            self.assertEqual(os.environ["OMP_NUM_THREADS"], "1")
+        self.assertEqual(calls, [1])
+        self.assertEqual(applied["torch.set_num_threads"], "1")
