@@ -134,9 +134,7 @@ def _data(args, split, rows, **load_options):
     with_weights) come from the recipe where it has one; --batch-size overrides the batch size."""
     from zoo.errors import ZooError
 
-    batch_size = args.batch_size or load_options.pop("batch_size", None) or 256
-    if args.batch_size:
-        load_options.pop("batch_size", None)
+    batch_size = load_options.pop("batch_size", None) or args.batch_size or 256  # a recipe's holds --batch-size
     if getattr(args, "spec", None) or getattr(args, "fitted", None) is not None:
         return _spec_data(args, split, rows, batch_size, **load_options)
     if args.data == "simulator":
@@ -251,6 +249,8 @@ def _banner(args, model, recipe):
 
     import keras
 
+    import zoo
+
     defaults = {name: p.default for name, p in inspect.signature(type(model).__init__).parameters.items()
                 if p.default is not inspect.Parameter.empty}
     config = model.get_config()
@@ -262,18 +262,29 @@ def _banner(args, model, recipe):
                if k in defaults and k in config and not same(config[k], defaults[k])]
     print(f"fit: {args.model} (a fresh model: class defaults{', except ' + ', '.join(changed) if changed else ''}); "
           f"{model.count_params():,} parameters; backend {keras.backend.backend()}")
-    print(f"     recipe {args.recipe}: {recipe.epochs} epoch(s), batch {args.batch_size or recipe.batch_size}, "
-          f"learning rate {recipe.learning_rate:g}")
+    print(f"     recipe {args.recipe}: {recipe.epochs} epoch(s), batch {recipe.batch_size}, "
+          f"learning rate {recipe.learning_rate:g}, seed {recipe.seeds[0]}")
+    batch = zoo.recipes.data_options(recipe, args.model)["batch_size"]  # rows (ReST's prefix rows hold m2 samples)
     info = getattr(args, "data_info", None)
     if info is not None:
         rows = info["rows"]
         used = min(rows["train"], args.rows) if getattr(args, "rows_given", False) else rows["train"]
-        batch = args.batch_size or recipe.batch_size
         source = f"spec {args.spec} on {args.data}" if args.spec else f"{args.data} {args.path}"
         print(f"     data: {source}: " + ", ".join(f"{k} {v:,}" for k, v in rows.items())
               + f" rows; {used:,} training rows, {-(-used // batch):,} batches per epoch")
     else:
-        print(f"     data: simulated, {args.rows:,} training rows (seed {args.seed})")
+        print(f"     data: simulated (seed {args.seed}), {args.rows:,} training rows, {-(-args.rows // batch):,} "
+              "batches per epoch")
+
+
+def _training_options(args):
+    """The recipe fields the command line's training flags set: every flag given reaches the recipe that
+    `zoo.recipes.fit` (or the tuner) trains by, so the banner, the batches and the optimiser agree."""
+    chosen = {"seeds": (args.seed,)}
+    for flag, field in (("epochs", "epochs"), ("batch_size", "batch_size"), ("learning_rate", "learning_rate")):
+        if getattr(args, flag, None) is not None:
+            chosen[field] = getattr(args, flag)
+    return chosen
 
 
 def _backup(args):
@@ -325,8 +336,7 @@ def _fit(args):
         raise ZooError(f"--out {args.out}: a file, not a folder")
     backup = _backup(args) if run is None or run.num_processes == 1 else None
     keras.utils.set_random_seed(args.seed)  # before anything random: the data and the model's weights
-    recipe = zoo.recipes.get_recipe(args.recipe, **({"epochs": args.epochs} if args.epochs else {}))
-    recipe = zoo.recipes.get_recipe(recipe, seeds=(args.seed,))
+    recipe = zoo.recipes.get_recipe(args.recipe, **_training_options(args))
     training = zoo.recipes.data_options(recipe, args.model)
     held_out = max(args.rows // 5, 1)
     train, schema = _data(args, "train", args.rows, **training)
@@ -380,6 +390,8 @@ def _fit(args):
     model.save_to_preset(
         os.path.join(args.out, "preset"),
         metadata={"training_data": record, "recipe": args.recipe, "seed": args.seed, "metrics": metrics,
+                  "training": {"epochs": recipe.epochs, "epochs_run": len(history.epoch),
+                               "batch_size": recipe.batch_size, "learning_rate": recipe.learning_rate},
                   **({"calibration": {**calibration, "split": "validation"}} if calibration else {})},
         preprocessing=preprocessing,
     )
@@ -630,7 +642,8 @@ def _tune(args):
             raise ZooError(f"--warm-start {args.warm_start}: the preset was built for another schema than this data's")
     tuner = zoo.recipes.tune(
         args.model, train, val, schema=schema, search=args.search, tuner=args.tuner, max_trials=args.max_trials,
-        epochs=args.epochs or 1, directory=args.dir, recipe=args.recipe, verbose=2 if args.verbose else 1,
+        epochs=args.epochs or 1, directory=args.dir, seed=args.seed, verbose=2 if args.verbose else 1,
+        recipe=zoo.recipes.get_recipe(args.recipe, **_training_options(args)),
         warm_start=warm_start, executions_per_trial=args.executions_per_trial, **dict(args.set or []),
     )
     print(best_line(tuner))
@@ -689,6 +702,7 @@ def _parser():
     _add_data_arguments(fit, 20_000)
     fit.add_argument("--recipe", default="suan", help="training protocol (suan, rest, deres, distill)")
     fit.add_argument("--epochs", type=int, help="override the recipe's epochs")
+    fit.add_argument("--learning-rate", type=float, help="override the recipe's (peak) learning rate")
     fit.add_argument("--set", type=_override, action="append", metavar="KEY=VALUE",
                      help="model hyperparameter override")
     fit.add_argument("--out", default="runs/fit",
@@ -755,6 +769,7 @@ def _parser():
     tune.add_argument("--tuner", default="random", choices=["random", "bayesian", "hyperband"])
     tune.add_argument("--max-trials", type=int, default=4)
     tune.add_argument("--epochs", type=int, help="epochs per trial (default 1)")
+    tune.add_argument("--learning-rate", type=float, help="override the recipe's (peak) learning rate")
     tune.add_argument("--recipe", default="suan")
     tune.add_argument("--dir", default="runs/tuning", help="search directory; an interrupted search resumes from it")
     tune.add_argument("--set", type=_override, action="append", metavar="KEY=VALUE", help="fixed hyperparameter")

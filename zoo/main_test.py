@@ -251,6 +251,33 @@ class CommandLineTest(TestCase):
         self.assertEqual(reports[0]["auc"], reports[1]["auc"])
         self.assertEqual(reports[0]["logloss"], reports[1]["logloss"])
 
+    def test_every_training_flag_reaches_the_training(self):
+        """--batch-size, --epochs, --learning-rate and --seed: the steps, epochs, optimiser and seed of the
+        run recipes.fit makes (96 rows at batch 32: 3 steps an epoch; the recipe's own batch is 256)."""
+        captured = {}
+        real_fit = zoo.recipes.fit
+
+        def spy(model, train, val=None, recipe="suan", **options):
+            captured["history"] = real_fit(model, train, val, recipe=recipe, **options)
+            captured["recipe"] = recipe
+            return captured["history"]
+
+        out_dir = Path(self.get_temp_dir()) / "run"
+        with mock.patch.object(zoo.recipes, "fit", spy):
+            status, out, err = run("fit", "din", "--rows", "96", "--batch-size", "32", "--epochs", "2",
+                                   "--learning-rate", "0.005", "--seed", "7", *TINY_DIN, "--out", str(out_dir))
+        self.assertEqual(status, 0, err)
+        history, recipe = captured["history"], captured["recipe"]
+        self.assertEqual(history.params["steps"], 3)
+        self.assertEqual(history.epoch, [0, 1])
+        learning_rate = keras.ops.convert_to_numpy(history.trainer.optimizer.learning_rate)
+        self.assertAllClose(learning_rate, 0.005)
+        self.assertEqual(recipe.seeds, (7,))
+        self.assertIn("2 epoch(s), batch 32, learning rate 0.005, seed 7", out)
+        self.assertIn("96 training rows, 3 batches per epoch", out)
+        metadata = json.loads((out_dir / "preset" / "metadata.json").read_text())
+        self.assertEqual(metadata["training"], {"epochs": 2, "epochs_run": 2, "batch_size": 32, "learning_rate": 0.005})
+
     def test_an_interrupted_fit_is_refused_without_resume_and_continued_with_it(self):
         out = Path(self.get_temp_dir()) / "run"
         argv = ("fit", "din", "--rows", "64", "--batch-size", "32", "--epochs", "2", *TINY_DIN, "--out", str(out))
