@@ -38,6 +38,14 @@ class PipelineTest(TestCase):
         history = model.fit(dataset.take(1), verbose=0)  # the tf.data pipeline itself, on this backend
         self.assertTrue(np.isfinite(history.history["loss"][0]), keras.backend.backend())
 
+    def test_pipelines_run_without_tf_datas_autotuning_thread(self):
+        from zoo.datasets.pipeline import without_autotune_thread
+
+        dataset, _ = load("eleme", self.eleme_folder(), cache_dir=self.get_temp_dir(), batch_size=32,
+                          sequence_length=8)
+        self.assertIs(dataset.options().autotune.enabled, False)
+        self.assertIsNone(without_autotune_thread(None))  # what is not a tf.data pipeline passes through
+
     def test_the_arrays_are_opened_before_tf_datas_threads_start(self):
         """np.load parses .npy headers with ast, which CPython 3.11.7 races on between threads: every load
         happens in the thread that builds the pipeline, none in the parallel gathers."""

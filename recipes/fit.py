@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from zoo.datasets.pipeline import without_autotune_thread
 from zoo.errors import ZooError
 from zoo.recipes.data_check import check_dataset
 from zoo.recipes import host_allocator
@@ -228,6 +229,8 @@ def fit(
     rows = max(recipe.batch_size // samples_per_row, 1) if recipe.batch_size else None
     if _is_tf_data(train) and rows and getattr(train, "zoo_rows_per_batch", None) != rows:
         train = train.unbatch().batch(rows)  # a zoo pipeline already batched to the recipe's size is used as is
+    # no tf.data autotuning thread: its join when an iterator ends stalled fit's return by seconds (see there)
+    train, val = without_autotune_thread(train), without_autotune_thread(val)
     twin = training_twin(model, _num_candidates(train))
     trainer = make_trainer(twin, recipe)
     steps = _steps(train, steps_per_epoch, needed=_is_tf_data(train) or bool(recipe.cosine or recipe.warmup_fraction))

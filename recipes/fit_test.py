@@ -1,4 +1,5 @@
 import math
+from unittest import mock
 
 import keras
 import numpy as np
@@ -151,6 +152,21 @@ class ProtocolTest(TestCase):
         history = fit(model, train, val, recipe="suan", epochs=3, steps_per_epoch=3, batch_size=16, verbose=0)
         self.assertEqual(int(model.optimizer.iterations), 9)
         self.assertTrue(all(a > 0 for a in history.history["auc"]), history.history["auc"])
+
+    def test_keras_gets_the_pipelines_without_tf_datas_autotuning_thread(self):
+        train = self.simulator.dataset(32, batch_size=16, seed=1)
+        val = self.simulator.dataset(32, batch_size=16, seed=2, shuffle=False)
+        self.assertIsNot(train.options().autotune.enabled, False)  # the simulator's own pipelines keep it
+        seen, original = [], keras.Model.fit
+
+        def spy(trainer, x, validation_data=None, **options):
+            seen.extend([x, validation_data])
+            return original(trainer, x, validation_data=validation_data, **options)
+
+        model = zoo.get("din", schema=self.simulator.schema, attention_units=(4,), mlp_units=(8,))
+        with mock.patch.object(keras.Model, "fit", spy):
+            fit(model, train, val, recipe="suan", batch_size=16, verbose=0)
+        self.assertEqual([dataset.options().autotune.enabled for dataset in seen], [False, False])
 
     def test_the_recipes_batch_size_reaches_the_training_batches(self):
         train = self.simulator.dataset(64, batch_size=8, seed=1)
