@@ -229,7 +229,7 @@ def fuxictr_worker(spec):
         "model_id": f"{MODELS[model_name]}_zoo", "gpu": spec["gpu"], "loss": "binary_crossentropy",
         "metrics": ["logloss", "AUC"], "task": "binary_classification", "optimizer": "adam", "learning_rate": 1e-3,
         "embedding_regularizer": 0, "net_regularizer": 0, "batch_size": spec["batch_size"], "epochs": spec["epochs"],
-        "shuffle": True, "seed": 2019, "monitor": "AUC", "monitor_mode": "max", "early_stop_patience": spec["epochs"],
+        "shuffle": True, "seed": spec.get("seed", 2019), "monitor": "AUC", "monitor_mode": "max", "early_stop_patience": spec["epochs"],
         "save_best_only": False, "model_root": str(Path(data_root) / "checkpoints"), "verbose": 0,
         "data_format": "csv", "data_root": data_root, "dataset_id": dataset_id, "feature_cols": feature_cols,
         "label_col": label_col, "train_data": spec["csv"]["train"], "valid_data": spec["csv"]["validation"],
@@ -254,9 +254,18 @@ def fuxictr_worker(spec):
 
     train_gen, valid_gen = generators("train")
     clock.watch(model)
+    validation, evaluate = [], model.evaluate
+
+    def evaluate_and_record(*args, **kwargs):  # fit's validation after each epoch: its AUC, epoch by epoch
+        logs = evaluate(*args, **kwargs)
+        validation.append(float(logs["AUC"]))
+        return logs
+
+    model.evaluate = evaluate_and_record
     started = clock.now()
     model.fit(train_gen, validation_data=valid_gen, **params)
     fit_s = clock.now() - started
+    model.evaluate = evaluate
     test_gen = generators("test")
     metrics = model.evaluate(test_gen)
     rows, epochs = spec["train_rows"], len(clock.epoch_begin)
@@ -264,7 +273,8 @@ def fuxictr_worker(spec):
             "samples_per_second": rows * (epochs - 1) / clock.steady_seconds(), "step_s": clock.median_step_seconds(),
             "start_s": max(clock.step_end[0][0] - clock.epoch_begin[0] - clock.median_step_seconds(), 0.0),
             "parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
-            "auc": float(metrics["AUC"]), "logloss": float(metrics["logloss"]), "version": fuxictr.__version__}
+            "auc": float(metrics["AUC"]), "logloss": float(metrics["logloss"]), "version": fuxictr.__version__,
+            "val_auc": validation}
 
 
 # ----------------------------------------------------------------------------------------------- parent

@@ -1,0 +1,159 @@
+"""The zoo's DIN and DeepFM against FuxiCTR's, epoch by epoch, at equal sizes and seeds, with each default
+where the two differ changed one at a time (issue #40).
+
+    python benchmarks/vs_fuxictr_epochs.py --fuxictr-python ~/fuxi/bin/python --fuxictr-zoo ~/FuxiCTR/model_zoo
+    python benchmarks/vs_fuxictr_epochs.py --models din --seeds 0 1 2 --epochs 3 --out runs/epochs
+
+The rows, sizes and FuxiCTR side are benchmarks/vs_fuxictr.py's (ML-100K under the ReST protocol, L = 50,
+embedding 32; DIN attention (32, 16), MLP (64, 32); DeepFM MLP (64, 32); Dense -> BatchNorm -> Dice; Adam
+1e-3, batch 1024), run here one process at a time without turns (this measures quality, not speed). Each
+cell (model, side, seed) trains --epochs epochs, evaluates the validation split after every epoch and the
+test split after the last; FuxiCTR's seed is its `seed`, the zoo's `keras.utils.set_random_seed` (the
+data's shuffle order stays the pipeline's). The zoo's sides, each one difference from the reference's
+defaults (FuxiCTR 2.3.10, BaseModel and its layers):
+- `zoo`: the zoo as it is;
+- `init N(0,1e-4)`: embedding tables from N(0, 1e-4) (FuxiCTR's embedding_initializer) instead of U(+-0.05);
+- `clip 10`: the gradients' global norm clipped at 10 (FuxiCTR's max_gradient_norm; the zoo's recipes do not clip);
+- `eps 1e-8`: Adam's epsilon 1e-8 (torch's) instead of Keras' 1e-7;
+- `all three`.
+Fill values (FuxiCTR maps an empty categorical and a numeric 0 to OOV) do not arise on these rows: every
+id is present and there are no numerics. Results go to OUT/cells.jsonl, a line per cell, and a rerun
+skips the cells already there (resumable); the table (mean +- s.d. over the seeds) is printed and written
+to OUT/table.md.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+VARIANTS = {"zoo": (), "init N(0,1e-4)": ("init",), "clip 10": ("clip",), "eps 1e-8": ("eps",),
+            "all three": ("init", "clip", "eps")}
+
+
+def zoo_cell(spec):
+    """One zoo run (TensorFlow): {"val_auc": [per epoch], "auc", "logloss"} on the test split."""
+    import keras
+
+    import backend_parity
+    import zoo
+    from zoo.layers import feature_embedding
+    from zoo.recipes import fit as fit_module
+
+    changes = set(VARIANTS[spec["variant"]])
+    if "init" in changes:
+        feature_embedding.EmbeddingUniform = lambda: keras.initializers.RandomNormal(stddev=1e-4)
+    if changes & {"clip", "eps"}:
+        def make_optimizer(recipe, total_steps=None):
+            return keras.optimizers.Adam(recipe.learning_rate, global_clipnorm=10.0 if "clip" in changes else None,
+                                         epsilon=1e-8 if "eps" in changes else 1e-7)
+
+        fit_module.make_optimizer = make_optimizer
+    options = dict(sequence_length=50, verbose=False)
+    train, schema = zoo.datasets.load("movielens", spec["data"], split="train", batch_size=1024, **options)
+    val, _ = zoo.datasets.load("movielens", spec["data"], split="validation", batch_size=4096, **options)
+    test, _ = zoo.datasets.load("movielens", spec["data"], split="test", batch_size=4096, **options)
+    keras.utils.set_random_seed(spec["seed"])
+    model = zoo.get(spec["model"], schema=schema, **backend_parity.hyperparameters(spec["model"], False))
+    history = zoo.recipes.fit(model, train, val, recipe="suan", epochs=spec["epochs"], batch_size=1024,
+                              learning_rate=1e-3, seeds=(spec["seed"],), verbose=0)
+    report = zoo.recipes.evaluate(model, test, verbose=0)
+    return {"val_auc": [float(v) for v in history.history["val_auc"]], "auc": report["auc"],
+            "logloss": report["logloss"]}
+
+
+def run_cell(command, env):
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode != 0 or not lines:
+        return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1][-300:]}
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def table(cells, models, sides, epochs):
+    def spread(values):
+        return f"{statistics.mean(values):.4f} ± {statistics.stdev(values) if len(values) > 1 else 0:.4f}"
+
+    lines = ["| model | side | " + " | ".join(f"val AUC epoch {e + 1}" for e in range(epochs))
+             + " | best epoch | test AUC | test LogLoss | seeds |", "|---" * (epochs + 6) + "|"]
+    for model in models:
+        for side in sides:
+            done = [c for c in cells if c["model"] == model and c["side"] == side and "error" not in c]
+            if not done:
+                continue
+            per_epoch = [spread([c["val_auc"][e] for c in done if len(c["val_auc"]) > e]) for e in range(epochs)]
+            best = [max(range(len(c["val_auc"])), key=c["val_auc"].__getitem__) + 1 for c in done]
+            lines.append(f"| {model} | {side} | " + " | ".join(per_epoch)
+                         + f" | {', '.join(map(str, best))} | {spread([c['auc'] for c in done])} | "
+                         f"{spread([c['logloss'] for c in done])} | {len(done)} |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "movielens-100k"))
+    parser.add_argument("--models", nargs="+", default=["din", "deepfm"], choices=["din", "deepfm"])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--fuxictr-python", help="an interpreter where `import fuxictr` works")
+    parser.add_argument("--fuxictr-zoo", help="FuxiCTR's model_zoo folder")
+    parser.add_argument("--out", default="runs/vs_fuxictr_epochs", help="cells.jsonl and table.md (resumable)")
+    parser.add_argument("--cell", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.cell:
+        sys.path.insert(0, str(HERE))
+        print("RESULT " + json.dumps(zoo_cell(json.loads(args.cell))), flush=True)
+        return
+    import vs_fuxictr
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    record = out / "cells.jsonl"
+    cells = [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
+    done = {(c["model"], c["side"], c["seed"]) for c in cells if "error" not in c}
+    sides = list(args.variants) + (["FuxiCTR"] if args.fuxictr_python else [])
+    zoo_env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
+    with tempfile.TemporaryDirectory(prefix="zoo-epochs-") as scratch:
+        prepared = None
+        for model in args.models:
+            for seed in args.seeds:
+                for side in sides:
+                    if (model, side, seed) in done:
+                        continue
+                    if side == "FuxiCTR":
+                        if prepared is None:
+                            prepared = run_cell([sys.executable, str(HERE / "vs_fuxictr.py"), "--prepare", json.dumps(
+                                {"data": args.data, "length": 50, "dir": scratch, "models": args.models})], zoo_env)
+                            if "error" in prepared:
+                                raise SystemExit(f"writing FuxiCTR's CSV files failed: {prepared['error']}")
+                        worker = {"model": model, "csv": prepared["csv"], "dir": f"{scratch}/{model}{seed}",
+                                  "length": 50, "batch_size": 1024, "epochs": args.epochs, "threads": 0, "gpu": -1,
+                                  "turn_steps": 0, "train_rows": prepared["train_rows"], "seed": seed,
+                                  "embedding_dim": prepared["embedding_dim"],
+                                  "hyperparameters": prepared["hyperparameters"][model],
+                                  "folder": str((Path(args.fuxictr_zoo) / vs_fuxictr.FUXICTR_FOLDERS[model]).resolve())}
+                        result = run_cell([args.fuxictr_python, str(HERE / "vs_fuxictr.py"), "--fuxictr-worker",
+                                           json.dumps(worker)], dict(os.environ, PYTHONPATH=""))
+                    else:
+                        cell = {"model": model, "variant": side, "seed": seed, "epochs": args.epochs, "data": args.data}
+                        result = run_cell([sys.executable, __file__, "--cell", json.dumps(cell)], zoo_env)
+                    result = {"model": model, "side": side, "seed": seed,
+                              **{k: result[k] for k in ("val_auc", "auc", "logloss", "error") if k in result}}
+                    print(json.dumps(result), flush=True)
+                    with open(record, "a") as file:
+                        file.write(json.dumps(result) + "\n")
+                    cells.append(result)
+    text = table(cells, args.models, sides, args.epochs)
+    (out / "table.md").write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
