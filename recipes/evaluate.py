@@ -161,6 +161,11 @@ def evaluate(model, dataset, *, report_path=None, plots_dir=None, history=None, 
             figures.append("training_curves.png")
         report["figures"] = figures + model_figures(model, dataset, plots_dir, report)
     if report_path is not None:
-        Path(report_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(report_path).write_text(json.dumps(_jsonable(report), indent=2))
+        write_report(report, report_path)
     return report
+
+
+def write_report(report, path):
+    """Writes a report dict as indented JSON to `path` (its folder made when missing)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(_jsonable(report), indent=2))

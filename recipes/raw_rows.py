@@ -1,4 +1,14 @@
-"""`score_raw_rows`: a real-data preset scores a user's raw rows of its data set, without refitting anything.
+"""Raw files scored through a preset's data contract (its `preprocessor`), without refitting anything.
+
+The preset is named once; its model carries the preprocessor (zoo.datasets.Preprocessor):
+
+    model = zoo.load("runs/my_din/preset")                 # or pass the folder itself to each call
+    scored = zoo.recipes.score_file(model, "later.csv")    # .scores, .lines, .labels, .info
+    report = zoo.recipes.evaluate_file(model, "later.csv", report_path="later.json")
+    calibrated, fit = zoo.recipes.calibrate_file(model, "held_out.csv", method="platt")
+    calibrated.save_to_preset("runs/my_din/calibrated")   # writes the preprocessor too
+
+`score_raw_rows` is the lower-level form that takes the data set's name and the preprocessing itself:
 
     model = zoo.get("rest_movielens")
     scores, lines = zoo.recipes.score_raw_rows(model, "movielens", "my_ratings/u.data",
@@ -10,9 +20,16 @@ Taobao every behaviour after a user's first; a sample's history is the user's ea
 unknown ids become the OOV id and are counted).
 """
 
+import collections
+import os
+
 import numpy as np
 
 from zoo.errors import ZooError
+
+ScoredRows = collections.namedtuple("ScoredRows", ["scores", "lines", "labels", "info"])
+ScoredRows.__doc__ = """`score_file`'s result: scores [N], the file line of each [N], labels [N] (None for rows
+without a label column) and the reading's info (row counts, the account of every file's rows, unknown ids)."""
 
 
 def score_raw_rows(model, data, path, preprocessing, *, batch_size=256, cache_dir=None, with_labels=False,
@@ -37,7 +54,7 @@ def score_raw_rows(model, data, path, preprocessing, *, batch_size=256, cache_di
         )
     total = processed.num_rows("all")
     dataset, _ = make_dataset(processed, "all", batch_size=batch_size, shuffle=False)
-    bar = keras.utils.Progbar(total, unit_name="row") if verbose and total else None
+    bar = keras.utils.Progbar(total, unit_name="row", verbose=verbose) if verbose and total else None
     scores, labels = [], []
     for features, label in dataset.as_numpy_iterator():
         scores.append(np.asarray(model.score(features)).reshape(-1))
@@ -49,3 +66,73 @@ def score_raw_rows(model, data, path, preprocessing, *, batch_size=256, cache_di
     if with_labels:
         return scores, lines, np.concatenate(labels) if labels else np.zeros(0, np.float32)
     return scores, lines
+
+
+def with_preprocessor(model_or_preset):
+    """(model, its preprocessor) of a model that carries one, or of a preset (a folder or a name) loaded
+    with zoo.load; refused in one line when there is none to read raw rows with."""
+    if isinstance(model_or_preset, (str, os.PathLike)):
+        from zoo import presets
+
+        model = presets.load(model_or_preset)
+        name = os.fspath(model_or_preset)
+    else:
+        model, name = model_or_preset, getattr(model_or_preset, "registered_name", None) or "the model"
+    if getattr(model, "preprocessor", None) is None:
+        raise ZooError(f"{name} carries no data contract (preprocessing.json): only a preset trained on a data spec "
+                       "or on movielens, amazon_books or taobao/suan reads raw rows (zoo.load such a preset)")
+    return model, model.preprocessor
+
+
+def score_file(model, path, *, batch_size=1024, verbose=1):
+    """Scores every row of the raw file `path` (a file, glob or folder in the training data's format)
+    through the preprocessor of `model` (a model that carries one, or a preset folder or name): a
+    ScoredRows of scores, file lines, labels (None without a label column) and the reading's info.
+    `verbose`: 1 a progress bar over the rows, 2 one line at the end, 0 nothing."""
+    from zoo import datasets
+
+    model, preprocessor = with_preprocessor(model)
+    preprocessor._check_path(path)
+    processed = datasets.prepare(None, path, preprocessing=preprocessor.state, verbose=False)
+    scores, lines, labels = score_raw_rows(model, None, path, preprocessor.state, batch_size=batch_size,
+                                           with_labels=True, verbose=verbose)
+    order = np.argsort(lines, kind="stable")  # file order
+    labeled = processed.info.get("labeled", True)
+    return ScoredRows(scores[order], lines[order], labels[order] if labeled else None, processed.info)
+
+
+def evaluate_file(model, path, *, held_out="test", report_path=None, plots_dir=None, batch_size=1024, verbose=1):
+    """The metrics report (AUC, LogLoss, GAUC by the preprocessor's user key, calibration;
+    zoo.recipes.evaluate) of `model` (a model with a preprocessor, or a preset folder or name) on the
+    labelled rows of the raw file `path` (Preprocessor.labelled: every row of a spec preset's file; a
+    reader's own data gives its protocol's `held_out` split). report["data"] says which rows."""
+    from zoo.recipes.data_check import check_schema
+    from zoo.recipes.evaluate import evaluate
+
+    model, preprocessor = with_preprocessor(model)
+    dataset, info, what = preprocessor.labelled(path, held_out=held_out, batch_size=batch_size)
+    check_schema(model, preprocessor.schema, hint="the preset's preprocessor reads rows for another schema")
+    report = evaluate(model, dataset, report_path=None, plots_dir=plots_dir, verbose=verbose,
+                      user_key=preprocessor.user_key)
+    report["data"] = {"path": os.fspath(path), "split": info["split"], "rows": what}
+    if report_path is not None:
+        from zoo.recipes.evaluate import write_report
+
+        write_report(report, report_path)
+    return report
+
+
+def calibrate_file(model, path, method="platt", *, keep="if_better", held_out="validation", batch_size=1024,
+                   verbose=1):
+    """(model, report) of post-hoc calibration (zoo.recipes.calibrate: Platt or temperature scaling) of
+    `model` (a model with a preprocessor, or a preset folder or name) fitted on the labelled rows of the
+    raw file `path` (held-out rows, not the training file; a reader's own data gives its protocol's
+    `held_out` split). The returned model carries the same preprocessor; report["split"] and
+    report["data"] say which rows."""
+    from zoo.recipes.calibration import calibrate
+
+    model, preprocessor = with_preprocessor(model)
+    dataset, info, what = preprocessor.labelled(path, held_out=held_out, batch_size=batch_size)
+    calibrated, report = calibrate(model, dataset, method, user_key=preprocessor.user_key, verbose=verbose, keep=keep)
+    calibrated.preprocessor = preprocessor
+    return calibrated, dict(report, split=info["split"], data=os.fspath(path), rows_used=what)

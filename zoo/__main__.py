@@ -135,7 +135,7 @@ def _data(args, split, rows, **load_options):
     from zoo.errors import ZooError
 
     batch_size = load_options.pop("batch_size", None) or args.batch_size or 256  # a recipe's holds --batch-size
-    if getattr(args, "spec", None) or getattr(args, "fitted", None) is not None:
+    if getattr(args, "spec", None):
         return _spec_data(args, split, rows, batch_size, **load_options)
     if args.data == "simulator":
         if args.protocol:
@@ -185,24 +185,20 @@ def _limited(args, dataset, schema, info, split, limit, batch_size, mode):
 
 
 def _spec_data(args, split, rows, batch_size, **load_options):
-    """(dataset, schema) of a user's log: fitted under --spec, or read through a preset's fitted data
-    contract (`args.fitted`: its preprocessing state; every row is a sample of the split "all")."""
+    """(dataset, schema) of a user's log fitted under --spec (--data is the log)."""
     from zoo import datasets
     from zoo.errors import ZooError
 
     if args.protocol or getattr(args, "data_options", None):
         raise ZooError("--protocol and --data-option are a named data set's: write such choices into the spec")
-    spec_file = args.spec or args.fitted["dataset"] == "spec"
-    path = args.data if spec_file else args.path  # a reader's fit reads --path, as the reader does
+    path = args.data
     if not os.path.exists(path) and not any(c in path for c in "*?["):
         raise ZooError(f"{path}: no such file or folder")
     limit = rows if getattr(args, "rows_given", False) else None
-    if args.fitted is not None:
-        split = "all"
     dataset, schema, info = datasets.load(
-        args.spec if args.fitted is None else None, path, split=split, batch_size=batch_size, seed=args.seed,
+        args.spec, path, split=split, batch_size=batch_size, seed=args.seed,
         shuffle=False if limit is not None else None, verbose=True, with_info=True,
-        preprocessing=args.fitted, process_group=getattr(args, "process_group", None), **load_options,
+        process_group=getattr(args, "process_group", None), **load_options,
     )
     return _limited(args, dataset, schema, info, split, limit, batch_size, load_options.get("mode"))
 
@@ -414,35 +410,18 @@ def _reproduce(args):
     print(markdown(summary))
 
 
-def _preset_contract(args):
-    """The fitted data contract (preprocessing.json state) of the preset `args.preset`, or None."""
-    from zoo import presets
-    from zoo.datasets import fitted
-
-    folder = presets.resolve(args.preset)
-    if not (folder / fitted.FILE_NAME).is_file():
-        return None
-    return fitted.read_preprocessing(folder)
-
-
-def _use_preset_contract(args, state, command, held_out="test"):
-    """Points `args` at the data the preset's contract reads: its spec (every row of --data scored), or its
-    reader's protocol and options (a refit that reproduces the preset's fit gives the `held_out` split;
-    another file is scored row by row through the preset's fit). Returns the split to read."""
-    import json
-
-    from zoo import datasets
+def _raw_file(args, preprocessor):
+    """The raw file a preset's preprocessor reads: --data FILE for a spec preset; --path for a reader's
+    preset (--data naming its data set). Flags that contradict the preset are refused in one line."""
     from zoo.errors import ZooError
 
-    if state["dataset"] == "spec":
+    if preprocessor.spec is not None:
         if args.data == "simulator":
             raise ZooError(f"{args.preset} was trained on a data spec: give --data FILE (rows in the same format)")
         if args.path:
             raise ZooError("with a preset trained on a data spec, --data is the file itself (no --path)")
-        args.fitted = state
-        return "all"
-    if args.data == "simulator":
-        return held_out
+        return args.data
+    state = preprocessor.state
     if args.data != state["dataset"]:
         raise ZooError(f"{args.preset} was fitted on {state['dataset']} data, not {args.data}")
     if args.protocol not in (None, state["protocol"]) or args.data_options:
@@ -450,53 +429,33 @@ def _use_preset_contract(args, state, command, held_out="test"):
                        f"{state['options']}): drop --protocol/--data-option")
     if not args.path:
         raise ZooError(f"--data {args.data} needs --path (the raw file or folder)")
-    refit = datasets.prepare(args.data, args.path, protocol=state["protocol"], verbose=False, **state["options"])
-    if refit.preprocessing()["fitted"] == state["fitted"]:
-        defaults = datasets.registry.reader_module(args.data).OPTIONS[state["protocol"]]
-        args.protocol = state["protocol"]
-        # the options that differ from the protocol's defaults (taobao's negative-sampling `seed` is one of
-        # them by name, and load's own seed is the shuffle's)
-        args.data_options = [(k, v) for k, v in state["options"].items()
-                             if json.loads(json.dumps(defaults.get(k))) != v]
-        print(f"{command}: {args.path} under the preset's protocol {state['protocol']} {state['options']}; its fit "
-              f"equals the preset's, so the protocol's {held_out} split is the preset's held-out data")
-        return held_out
-    print(f"{command}: {args.path} is not the preset's training data (its fit differs): every row is scored "
-          "through the preset's fitted vocabularies (scoring mode)")
-    args.fitted = state
-    return "all"
+    return args.path
 
 
-def _labelled_data(args, model, split, command):
-    """(dataset, user key) of the labelled rows `command` scores: `split` of --data (after
-    `_use_preset_contract`), checked against the model's schema; a spec preset's GAUC groups by the spec's
-    user column. Refused in one line where the rows carry no labels to score against."""
-    from zoo.errors import ZooError
+def _reads_raw_rows(args, model):
+    """Whether a command reads --data through the preset's preprocessor (else: the simulator, or a reader
+    preset's data set named without its contract: the split read by _data)."""
+    preprocessor = model.preprocessor
+    return preprocessor is not None and (preprocessor.spec is not None or args.data != "simulator")
+
+
+def _simulated_labelled_data(args, model, split):
+    """(dataset, user key) of `split` of the simulator or of --data/--path, checked against the model's schema."""
     from zoo.recipes.data_check import check_schema
 
-    if args.fitted is not None and args.fitted["dataset"] == "spec" and args.fitted["spec"]["label"].get("events"):
-        raise ZooError(f"{args.data}: the preset's spec makes every row an event (label 1) and samples negatives only "
-                       "when fitting, so a file read through it has no negatives and AUC is undefined: score its "
-                       "rows with `python -m zoo score` (the fit's report.json holds the held-out metrics)")
     data, schema = _data(args, split, args.rows)
-    if args.fitted is not None and not args.data_info.get("labeled", True):
-        raise ZooError(f"{args.data} has no label column ('{args.fitted['spec']['label'].get('column')}'): "
-                       f"{command} needs labels; `python -m zoo score` scores unlabelled rows")
     name = model.registered_name
     source = f"--data {args.data} --path {args.path}" if args.data != "simulator" else "(on the simulator)"
     check_schema(model, schema, hint=f"python -m zoo fit {name} {source}, or zoo.get('{name}', schema=schema)")
-    user_key = "user_user_id"
-    if args.fitted is not None and args.fitted["dataset"] == "spec":  # GAUC groups by the spec's user column
-        spec = args.fitted["spec"]
-        user_key = f"user_{spec['columns'].get(spec['user'], {}).get('feature', 'user_id')}"
-    return data, user_key
+    return data, "user_user_id"
 
 
 def _calibrate(args):
     """Fit post-hoc calibration (Platt or temperature scaling) of a preset on held-out rows and save the
-    calibrated preset, kept only where it lowers their LogLoss (--keep always: kept anyway). A reader's
-    preset calibrates on its protocol's validation split; a data-spec preset on the labelled rows of
-    --data (held-out rows, not its training file)."""
+    calibrated preset, kept only where it lowers their LogLoss (--keep always: kept anyway). A preset with a
+    data contract calibrates on the labelled rows of --data (zoo.recipes.calibrate_file: a spec preset's
+    held-out file; a reader's own data gives its protocol's validation split); others on the validation
+    split of the simulator or --data/--path."""
     import zoo
     from zoo import presets
     from zoo.errors import ZooError
@@ -506,10 +465,16 @@ def _calibrate(args):
     folder, out = presets.resolve(args.preset), os.path.abspath(args.out)
     if os.path.exists(out) and not os.path.isdir(out):
         raise ZooError(f"--out {args.out}: a file, not a folder")
-    state = _preset_contract(args)
-    split = "validation" if state is None else _use_preset_contract(args, state, "calibrate", held_out="validation")
-    data, user_key = _labelled_data(args, model, split, "calibrate")
-    calibrated, report = calibrate(model, data, args.method, user_key=user_key, verbose=_progress(), keep=args.keep)
+    raw = _reads_raw_rows(args, model)
+    if raw:
+        path = _raw_file(args, model.preprocessor)
+        calibrated, report = zoo.recipes.calibrate_file(model, path, args.method, keep=args.keep,
+                                                        batch_size=args.batch_size or 1024, verbose=_progress())
+        split, user_key = report["split"], model.preprocessor.user_key
+    else:
+        split = "validation"
+        data, user_key = _simulated_labelled_data(args, model, split)
+        calibrated, report = calibrate(model, data, args.method, user_key=user_key, verbose=_progress(), keep=args.keep)
     before, after = report["logloss_before"], report["logloss_after"]
     print(f"{args.method}: slope {report['slope']:.4f}, intercept {report['intercept']:.4f} on {report['rows']:,} "
           f"{split if split != 'all' else args.data} rows: LogLoss {before:.5f} -> {after:.5f}, ECE "
@@ -519,10 +484,14 @@ def _calibrate(args):
     metadata = presets.read_metadata(folder)
     computed = {"date", "zoo_version", "keras_version", "backend", "parameters"}  # save() writes these afresh
     metadata = {k: v for k, v in metadata.items() if k not in computed and not k.endswith("_sha256")}
-    metadata["calibration"] = {**report, "split": split, "data": args.data}
+    metadata["calibration"] = {**{k: v for k, v in report.items() if k not in ("data", "rows_used")},
+                               "split": split, "data": args.data}
     if split == "validation" and report["kept"]:  # the recorded test metrics become the calibrated model's
-        test, _ = _labelled_data(args, calibrated, "test", "calibrate")
-        test_report = zoo.recipes.evaluate(calibrated, test, user_key=user_key, verbose=_progress())
+        if raw:
+            test_report = zoo.recipes.evaluate_file(calibrated, path, held_out="test", verbose=_progress())
+        else:
+            test, _ = _simulated_labelled_data(args, calibrated, "test")
+            test_report = zoo.recipes.evaluate(calibrated, test, user_key=user_key, verbose=_progress())
         metrics = dict(metadata.get("metrics") or {})
         if metrics:
             metadata["metrics_uncalibrated"] = metrics
@@ -533,57 +502,51 @@ def _calibrate(args):
         print(f"test split ({test_report['rows']:,} rows): AUC {test_report['auc']:.4f}, LogLoss "
               f"{test_report['logloss']:.5f}, ECE {test_report['calibration']['ece']:.4f}"
               + (f" (uncalibrated: LogLoss {metrics['test_logloss']:.5f})" if "test_logloss" in metrics else ""))
-    calibrated.save_to_preset(out, metadata=metadata, preprocessing=state)
+    calibrated.save_to_preset(out, metadata=metadata)
     print(f"preset in {args.out}")
 
 
 def _evaluate(args):
-    """Score a preset on a data set; print and write the metrics report (AUC, LogLoss, GAUC, calibration)
-    and the figures. A preset that carries its data contract (a data spec, or a reader's fit) reads --data
-    through it: `python -m zoo evaluate DIR --data FILE`."""
+    """Score a preset on labelled rows; print and write the metrics report (AUC, LogLoss, GAUC, calibration)
+    and the figures. A preset that carries its data contract reads --data through it
+    (zoo.recipes.evaluate_file: `python -m zoo evaluate DIR --data FILE`); others score the test split of
+    the simulator or of --data/--path."""
     import json
 
     import zoo
 
     model = zoo.load(args.preset)
-    state = _preset_contract(args)
-    split = "test" if state is None else _use_preset_contract(args, state, "evaluate")
-    data, user_key = _labelled_data(args, model, split, "evaluate")
-    report = zoo.recipes.evaluate(model, data, report_path=args.report, plots_dir=args.plots, verbose=_progress(),
-                                  user_key=user_key)
+    if _reads_raw_rows(args, model):
+        path = _raw_file(args, model.preprocessor)
+        report = zoo.recipes.evaluate_file(model, path, report_path=args.report, plots_dir=args.plots,
+                                           batch_size=args.batch_size or 1024, verbose=_progress())
+        if report["data"]["split"] != "all":
+            print(f"evaluate: {report['data']['rows']}")
+    else:
+        data, user_key = _simulated_labelled_data(args, model, "test")
+        report = zoo.recipes.evaluate(model, data, report_path=args.report, plots_dir=args.plots,
+                                      verbose=_progress(), user_key=user_key)
     shown = {k: v for k, v in report.items() if k in ("model", "rows", "auc", "logloss", "gauc")}
     shown["calibration"] = {k: v for k, v in report["calibration"].items() if k != "per_bin"}
     print(json.dumps(shown, indent=2))
 
 
 def _score(args):
-    """Score every row of a raw file through a preset's data contract; write line, score (and label) as CSV."""
+    """Score every row of a raw file through a preset's data contract (zoo.recipes.score_file); write line,
+    score (and label) as CSV."""
     import csv
 
-    import numpy as np
-
     import zoo
-    from zoo import datasets
-    from zoo.errors import ZooError
 
-    model = zoo.load(args.preset)
-    state = _preset_contract(args)
-    if state is None:
-        raise ZooError(f"{args.preset} carries no data contract (preprocessing.json): only a preset trained on a "
-                       "data spec or on criteo, movielens, amazon_books or taobao/suan can score raw rows")
-    path = args.file
-    processed = datasets.prepare(None, path, preprocessing=state, verbose=False)
-    scores, lines, labels = zoo.recipes.score_raw_rows(model, None, path, state, batch_size=args.batch_size,
-                                                       with_labels=True, verbose=_progress())
-    order = np.argsort(lines, kind="stable")
-    labeled = processed.info.get("labeled", True)
+    scored = zoo.recipes.score_file(args.preset, args.file, batch_size=args.batch_size, verbose=_progress())
     with open(args.out, "w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["line", "score"] + (["label"] if labeled else []))
-        for i in order:
-            writer.writerow([int(lines[i]), f"{scores[i]:.6f}"] + ([int(labels[i])] if labeled else []))
-    print(f"scored {len(scores):,} row(s) of {args.file} with {args.preset}; wrote {args.out} "
-          f"({processed.info['repairs']})")
+        writer.writerow(["line", "score"] + (["label"] if scored.labels is not None else []))
+        for i in range(len(scored.scores)):
+            writer.writerow([int(scored.lines[i]), f"{scored.scores[i]:.6f}"]
+                            + ([int(scored.labels[i])] if scored.labels is not None else []))
+    print(f"scored {len(scored.scores):,} row(s) of {args.file} with {args.preset}; wrote {args.out} "
+          f"({scored.info['repairs']})")
 
 
 def _request(args):
@@ -593,11 +556,14 @@ def _request(args):
     from zoo.errors import ZooError
     from zoo.serving.request import build_request
 
-    state = _preset_contract(args)
-    if state is None:
+    from zoo import presets
+    from zoo.datasets import Preprocessor
+
+    preprocessor = Preprocessor.from_preset(presets.resolve(args.preset))
+    if preprocessor is None:
         raise ZooError(f"{args.preset} carries no data contract (preprocessing.json): the raw signature serves "
                        "presets trained on a data spec")
-    body, lines = build_request(state, args.file, args.rows)
+    body, lines = build_request(preprocessor.state, args.file, args.rows)
     text = json.dumps(body)
     if args.out is None:
         print(text)
@@ -827,7 +793,6 @@ def _parser():
     demo.set_defaults(run=_demo)
     for command in list(commands.choices.values()) + [draft]:
         command.add_argument("--verbose", action="store_true", help="show TensorFlow's logs and every warning")
-        command.set_defaults(fitted=None)
         if "--spec" not in command._option_string_actions:
             command.set_defaults(spec=None)
         if "--data-option" not in command._option_string_actions:

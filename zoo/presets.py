@@ -307,7 +307,11 @@ def _build_from_folder(directory):
         item = registry.entry(config["model"])
     except ZooError as error:
         raise ZooError(f"{directory / CONFIG}: {error}") from None
-    return build(item, config["config"], source=str(directory / CONFIG)), metadata
+    from zoo.datasets.preprocessor import Preprocessor
+
+    model = build(item, config["config"], source=str(directory / CONFIG))
+    model.preprocessor = Preprocessor.from_preset(directory)  # the preset's data contract, or None
+    return model, metadata
 
 
 # ---------------------------------------------------------------------- the shipped presets

@@ -29,6 +29,7 @@ class ZooModel(keras.Model):
     """
 
     registered_name = None
+    preprocessor = None  # a preset's data contract (zoo.datasets.Preprocessor), attached by zoo.load / zoo.get
 
     def __init__(self, inputs, outputs, calibration=None, **kwargs):
         """The functional graph `inputs` -> `outputs` (pctr [B, M]); with `calibration` (the config of a
@@ -64,6 +65,7 @@ class ZooModel(keras.Model):
         config.pop("calibration", None)
         model = type(self).from_config({**config, "calibration": calibration} if calibration else config)
         model.set_weights(self.get_weights())
+        model.preprocessor = self.preprocessor
         return model
 
     @classmethod
@@ -186,8 +188,11 @@ class ZooModel(keras.Model):
                 raise
 
     def save_to_preset(self, directory, metadata=None, preprocessing=None):
-        """Writes config.json, metadata.json, model.weights.h5 (and preprocessing.json when a fitted
-        `preprocessing` is given) to `directory` (see zoo.presets)."""
+        """Writes config.json, metadata.json, model.weights.h5 and preprocessing.json (the fitted
+        `preprocessing` given, else the model's own `preprocessor`, when it has one) to `directory` (see
+        zoo.presets)."""
         from zoo import presets
 
+        if preprocessing is None and self.preprocessor is not None:
+            preprocessing = self.preprocessor.state
         presets.save(self, directory, metadata=metadata, preprocessing=preprocessing)

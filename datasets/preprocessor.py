@@ -1,0 +1,129 @@
+"""`Preprocessor`: a preset's data contract as one object, as keras-hub's tasks carry their preprocessor.
+
+    model = zoo.load("runs/my_din/preset")          # model.preprocessor: the spec and its fit
+    dataset, info = model.preprocessor.read("later.csv")              # raw rows -> the input contract
+    scored = zoo.recipes.score_file(model, "later.csv")               # uses model.preprocessor
+
+A preset trained on a data spec, or on a paper reader's data (movielens, amazon_books, taobao/suan),
+carries the fitted preprocessing that turned its raw rows into the input contract: the spec (or the
+reader's protocol and options) and the vocabularies, hash sizes and buckets fitted on its training split
+(`preprocessing.json`, zoo.datasets.fitted). `zoo.load` and `zoo.get` attach it to the model they return
+(`model.preprocessor`, None for a preset without one); `save_to_preset` writes it back; `score`,
+`evaluate`, `calibrate`, `tune --warm-start` and `export --signature raw` read raw files through it, from
+Python and from the command line alike.
+
+Reading raw rows through it never refits anything: every row of the file is one sample (scoring mode,
+split "all"), ids unseen in training become the OOV id (counted in the info), and a behaviour history is
+built from the user's earlier rows in the files read. `labelled` adds, for a reader's preset, the case
+of the reader's own data: when refitting the file gives the preset's very fit, the file is the preset's
+training data and its protocol's held-out split is what is scored.
+"""
+
+import os
+from pathlib import Path
+
+from zoo.datasets import fitted
+from zoo.errors import ZooError
+from zoo.schema import Schema
+
+
+class Preprocessor:
+    """The fitted data contract of a preset (see the module docstring).
+
+    Args:
+        state: the fitted state (a dict from `zoo.datasets.prepare(...).preprocessing()`), or a
+            preprocessing.json file, or a folder holding one (a preset's: its checksum is checked).
+    """
+
+    def __init__(self, state):
+        self.state = fitted.read_preprocessing(state)
+
+    @classmethod
+    def from_preset(cls, directory):
+        """The preprocessor a preset folder carries, or None when it has no preprocessing.json."""
+        if not (Path(directory) / fitted.FILE_NAME).is_file():
+            return None
+        return cls(directory)
+
+    @property
+    def dataset(self):
+        """"spec" for a data spec's fit, else the reader's data set name (e.g. "movielens")."""
+        return self.state["dataset"]
+
+    @property
+    def spec(self):
+        """The data spec (a dict) a spec preset was fitted with, or None for a reader's preset."""
+        return self.state.get("spec") if self.dataset == "spec" else None
+
+    @property
+    def schema(self):
+        """The Schema of the rows it produces (M = 1)."""
+        return Schema.from_dict(self.state["schema"])
+
+    @property
+    def user_key(self):
+        """The feature key GAUC groups by: the spec's user column, or the readers' user_user_id."""
+        spec = self.spec
+        if spec is None:
+            return "user_user_id"
+        return f"user_{spec['columns'].get(spec['user'], {}).get('feature', 'user_id')}"
+
+    def __repr__(self):
+        source = "a data spec" if self.spec is not None else f"{self.dataset} ({self.state['protocol']})"
+        return f"<zoo Preprocessor of {source}: {len(self.state['fitted'])} fitted table(s)>"
+
+    def save(self, directory):
+        """Writes preprocessing.json into `directory` (or to that file path); returns the file's path."""
+        return fitted.save_preprocessing(self.state, directory)
+
+    def read(self, path, *, batch_size=1024, cache_dir=None, verbose=False):
+        """(tf.data pipeline, info) of every row of `path` (a file, glob or folder in the training data's
+        format) in the input contract, in file order, one sample per row (scoring mode). `info` holds
+        the row count, whether the rows carry labels ("labeled"), the per-file account of rows and the
+        unknown ids mapped to OOV."""
+        from zoo.datasets.registry import load
+
+        self._check_path(path)
+        dataset, _, info = load(None, path, preprocessing=self.state, split="all", batch_size=batch_size,
+                                shuffle=False, cache_dir=cache_dir, verbose=verbose, with_info=True)
+        return dataset, info
+
+    def labelled(self, path, *, held_out="test", batch_size=1024, cache_dir=None, verbose=False):
+        """(pipeline, info, what) of the labelled rows of `path` to evaluate or calibrate a model on.
+
+        A spec preset: every row of the file (refused in one line when the spec makes every row an
+        event, or the file has no label column). A reader's preset: the protocol's `held_out` split when
+        the file refits to the preset's own fit (its training data), else every row in scoring mode.
+        `what` says in words which rows these are."""
+        from zoo.datasets.pipeline import make_dataset
+        from zoo.datasets.registry import prepare
+
+        spec = self.spec
+        if spec is not None and spec["label"].get("events"):
+            raise ZooError(f"{path}: the preset's spec makes every row an event (label 1) and samples negatives only "
+                           "when fitting, so a file read through it has no negatives and AUC is undefined: score its "
+                           "rows (zoo.recipes.score_file, `python -m zoo score`); the fit's report.json holds the "
+                           "held-out metrics")
+        if spec is None:
+            self._check_path(path)
+            refit = prepare(self.dataset, path, protocol=self.state["protocol"], cache_dir=cache_dir, verbose=False,
+                            **self.state["options"])
+            if refit.preprocessing()["fitted"] == self.state["fitted"]:
+                dataset, _ = make_dataset(refit, held_out, batch_size=batch_size, shuffle=False)
+                info = {"rows": {held_out: refit.num_rows(held_out)}, "labeled": True, "split": held_out}
+                return dataset, info, (f"{path} under the preset's protocol {self.state['protocol']}: its fit equals "
+                                       f"the preset's, so the protocol's {held_out} split is the held-out data")
+        dataset, info = self.read(path, batch_size=batch_size, cache_dir=cache_dir, verbose=verbose)
+        if not info.get("labeled", True):
+            raise ZooError(f"{path} has no label column ('{spec['label'].get('column')}'): scoring needs no labels "
+                           "(zoo.recipes.score_file, `python -m zoo score`), metrics do")
+        info = dict(info, split="all")
+        what = (f"every row of {path}" if spec is not None else
+                f"every row of {path} through the preset's fitted vocabularies (not its training data: its fit differs)")
+        return dataset, info, what
+
+    @staticmethod
+    def _check_path(path):
+        text = os.fspath(path)
+        if not os.path.exists(text) and not any(c in text for c in "*?["):
+            raise ZooError(f"{text}: no such file or folder")
