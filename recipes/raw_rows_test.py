@@ -30,3 +30,72 @@ class ScoreRawRowsTest(TestCase):
         self.assertAllClose(scores, np.asarray(model.score(features)).reshape(-1))
         two = score_raw_rows(model, None, later, state, cache_dir=cache, verbose=0)
         self.assertLen(two, 2)
+
+
+class PresetNamedOnceTest(TestCase):
+    """A preset trained on a data spec carries its preprocessor: from Python every step takes the preset
+    once, and the command line's score, evaluate and calibrate print the same numbers as those calls."""
+
+    def test_python_calls_and_the_command_line_agree(self):
+        import json
+        from pathlib import Path
+
+        from tests.testing import run_cli
+        from zoo.datasets import Preprocessor
+        from zoo.recipes import calibrate_file, evaluate_file, score_file
+
+        folder = self.get_temp_dir()
+        log = write_impression_log(os.path.join(folder, "log.csv"), rows=240)
+        later = write_impression_log(os.path.join(folder, "later.csv"), rows=60, seed=2, start="2024-03-20T00:00:00Z")
+        state = prepare(impression_spec(sequence_length=4), log, verbose=False).preprocessing()
+        model = zoo.get("din", schema=zoo.Schema.from_dict(state["schema"]), **SMALL["din"])
+        self.assertIsNone(model.preprocessor)  # a fresh model has none
+        preset = os.path.join(folder, "preset")
+        model.save_to_preset(preset, preprocessing=state)
+
+        loaded = zoo.load(preset)
+        self.assertIsInstance(loaded.preprocessor, Preprocessor)
+        self.assertEqual(loaded.preprocessor.state, state)
+        self.assertEqual(loaded.preprocessor.user_key, "user_user_id")
+        dataset, info = loaded.preprocessor.read(later)
+        self.assertEqual(info["rows"]["all"], 60)
+        self.assertEqual(sum(int(labels.shape[0]) for _, labels in dataset), 60)
+
+        scored = score_file(preset, later, verbose=0)  # the folder named once, here and below
+        self.assertEqual(scored.lines.tolist(), list(range(2, 62)))  # file order
+        status, _, err = run_cli("score", preset, later, "--out", os.path.join(folder, "scores.csv"))
+        self.assertEqual(status, 0, err)
+        rows = Path(folder, "scores.csv").read_text().splitlines()[1:]
+        self.assertAllClose([float(r.split(",")[1]) for r in rows], scored.scores, atol=1e-6)
+        self.assertEqual([float(r.split(",")[2]) for r in rows], scored.labels.tolist())
+
+        report = evaluate_file(loaded, later, report_path=os.path.join(folder, "report.json"), verbose=0)
+        self.assertEqual(report["rows"], 60)
+        self.assertEqual(report["data"]["split"], "all")
+        self.assertEqual(json.loads(Path(folder, "report.json").read_text())["auc"], report["auc"])
+        status, out, err = run_cli("evaluate", preset, "--data", later)
+        self.assertEqual(status, 0, err)
+        shown = json.loads(out[out.index("{"):])
+        self.assertAlmostEqual(shown["auc"], report["auc"], places=6)
+        self.assertAlmostEqual(shown["logloss"], report["logloss"], places=6)
+
+        calibrated, fitted = calibrate_file(preset, later, "platt", keep="always", verbose=0)
+        self.assertEqual(calibrated.preprocessor.state, state)
+        out_dir = os.path.join(folder, "calibrated")
+        status, out, err = run_cli("calibrate", preset, "--data", later, "--keep", "always", "--out", out_dir)
+        self.assertEqual(status, 0, err)
+        self.assertIn(f"slope {fitted['slope']:.4f}, intercept {fitted['intercept']:.4f} on 60 ", out)
+        self.assertEqual(zoo.load(out_dir).preprocessor.state, state)  # the calibrated preset keeps the contract
+        calibrated.save_to_preset(os.path.join(folder, "from_python"))  # writes the preprocessor it carries
+        self.assertTrue(Path(folder, "from_python", "preprocessing.json").is_file())
+
+    def test_a_model_without_a_preprocessor_is_refused_in_one_line(self):
+        from zoo.errors import ZooError
+        from zoo.recipes import score_file
+
+        model = zoo.get("din", schema=zoo.Schema.from_dict(
+            prepare(impression_spec(sequence_length=4), write_impression_log(
+                os.path.join(self.get_temp_dir(), "log.csv"), rows=60), verbose=False).preprocessing()["schema"]),
+            **SMALL["din"])
+        with self.assertRaisesRegex(ZooError, "carries no data contract"):
+            score_file(model, "later.csv")

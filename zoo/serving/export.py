@@ -73,8 +73,8 @@ def export(model_or_preset, path, signature="serving_default", **options):
         signature: "serving_default" (every model), "parallel_candidates" (LightSUAN: `serving_default`
             and `score_all` score any M candidates in ceil(M / m2) passes), "encode_decode" (ReST:
             `encode`, `decode` and `serving_default`).
-        options: the signature's options (`m2` for parallel_candidates; for "raw" a model object also
-            takes `preprocessing=`, the fitted state it was trained with).
+        options: the signature's options (`m2` for parallel_candidates; for "raw", `preprocessing=` the
+            fitted state, by default the model's own `preprocessor`, the one zoo.load attached).
         signature "raw" (a preset trained on a data spec): the `raw` signature, which applies the preset's
             preprocessing inside the graph (zoo/serving/raw.py), beside the model's id signatures.
 
@@ -115,13 +115,16 @@ def _raw_state(model_or_preset, given):
     from zoo.datasets import fitted
     from zoo.serving.raw import check_state
 
+    if given is None and getattr(model_or_preset, "preprocessor", None) is not None:
+        given = model_or_preset.preprocessor.state  # a loaded preset's model carries its contract
     if given is None and not isinstance(model_or_preset, keras.Model):
         folder = presets.resolve(model_or_preset)
         if not (folder / fitted.FILE_NAME).is_file():
             raise ZooError(f"{folder}: no preprocessing.json; the raw signature serves presets trained on a data spec")
         given = folder
     if given is None:
-        raise ZooError("signature 'raw' of a model object needs preprocessing= (the fitted state it was trained with)")
+        raise ZooError("signature 'raw' of a model object needs a data contract: a model loaded from a preset trained "
+                       "on a data spec (model.preprocessor), or preprocessing= (the fitted state it was trained with)")
     state = fitted.read_preprocessing(given)
     check_state(state)
     return state
