@@ -636,6 +636,41 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {self.prog}: {message}\n")
 
 
+def _count(text):
+    """A whole number >= 1 (batch sizes, epochs, rows, trials, lengths)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}; it must be at least 1")
+    return value
+
+
+def _seed(text):
+    """A random seed: a whole number from 0 to 2**32 - 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"{value}; a seed is from 0 to 4294967295")
+    return value
+
+
+def _rate(text):
+    """A learning rate: a finite number > 0."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text}; it must be a finite number > 0")
+    return value
+
+
 class _Rows(argparse.Action):
     """--rows N, remembering that it was given (a limit on a data set's rows, not only the simulator's)."""
 
@@ -654,8 +689,8 @@ def _add_data_arguments(parser, rows):
     parser.add_argument("--rows", type=int, default=rows, action=_Rows,
                         help=f"rows to simulate (default {rows}); with --data, use only the first N rows of the "
                         "training split (held-out splits: N/5, evaluate: N)")
-    parser.add_argument("--batch-size", type=int, help="batch size (default: the recipe's, else 256)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--batch-size", type=_count, help="batch size (default: the recipe's, else 256)")
+    parser.add_argument("--seed", type=_seed, default=0, help="random seed (default 0)")
 
 
 def _parser():
@@ -667,8 +702,8 @@ def _parser():
     fit.add_argument("model", help="registered model name")
     _add_data_arguments(fit, 20_000)
     fit.add_argument("--recipe", default="suan", help="training protocol (suan, rest, deres, distill)")
-    fit.add_argument("--epochs", type=int, help="override the recipe's epochs")
-    fit.add_argument("--learning-rate", type=float, help="override the recipe's (peak) learning rate")
+    fit.add_argument("--epochs", type=_count, help="override the recipe's epochs")
+    fit.add_argument("--learning-rate", type=_rate, help="override the recipe's (peak) learning rate")
     fit.add_argument("--set", type=_override, action="append", metavar="KEY=VALUE",
                      help="model hyperparameter override")
     fit.add_argument("--out", default="runs/fit",
@@ -677,8 +712,8 @@ def _parser():
     fit.add_argument("--strategy", choices=["data", "model", "multi-worker"],
                      help="train on several devices: data (replicas), model (JAX: embedding tables split by rows), "
                           "multi-worker (JAX: one process per host, KERAS_DISTRIBUTION_* set by the launcher)")
-    fit.add_argument("--devices", type=int, help="how many local devices (default all; alone: --strategy data)")
-    fit.add_argument("--model-axis", type=int, help="devices each table is split over (default all; JAX)")
+    fit.add_argument("--devices", type=_count, help="how many local devices (default all; alone: --strategy data)")
+    fit.add_argument("--model-axis", type=_count, help="devices each table is split over (default all; JAX)")
     fit.add_argument("--shard-dense", action="store_true", help="also split 2-D Dense kernels by columns (JAX)")
     fit.add_argument("--batch-scaling", choices=["global", "linear", "sqrt"],
                      help="global (default): the recipe's batch is the global batch, its learning rate kept; linear "
@@ -697,14 +732,14 @@ def _parser():
     reproduce.add_argument("--path", required=True, help="the data set's raw file or folder")
     reproduce.add_argument("--data", help="another data set for the table (e.g. avazu for deres-table2)")
     reproduce.add_argument("--out", default="runs/reproduce", help="results folder (default runs/reproduce)")
-    reproduce.add_argument("--seeds", type=int, nargs="+", help="seeds (default: the recipe's)")
+    reproduce.add_argument("--seeds", type=_seed, nargs="+", help="seeds (default: the recipe's)")
     reproduce.add_argument("--row", action="append", help="run only this row (label or model name); repeatable")
-    reproduce.add_argument("--epochs", type=int, help="override the recipe's epochs")
+    reproduce.add_argument("--epochs", type=_count, help="override the recipe's epochs")
     reproduce.add_argument("--no-grid", action="store_true", help="skip the recipe's validation grid")
     reproduce.add_argument("--smoke", action="store_true", help="tiny models, a few hundred rows, one seed")
     reproduce.add_argument("--data-option", dest="data_options", type=_override, action="append", metavar="KEY=VALUE",
                            help="a data set protocol option, e.g. sequence_length=50")
-    reproduce.add_argument("--max-rows", type=int, help="rows of each split (default: all; smoke: 300)")
+    reproduce.add_argument("--max-rows", type=_count, help="rows of each split (default: all; smoke: 300)")
     reproduce.set_defaults(run=_reproduce)
 
     evaluate = commands.add_parser("evaluate", help=_evaluate.__doc__)
@@ -733,9 +768,9 @@ def _parser():
                       "of suan/lightsuan), r (dilation), k (window_size), lambda (eq 17, lightsuan), lambda_seq, "
                       "lambda_align (rest)")
     tune.add_argument("--tuner", default="random", choices=["random", "bayesian", "hyperband"])
-    tune.add_argument("--max-trials", type=int, default=4)
-    tune.add_argument("--epochs", type=int, help="epochs per trial (default 1)")
-    tune.add_argument("--learning-rate", type=float, help="override the recipe's (peak) learning rate")
+    tune.add_argument("--max-trials", type=_count, default=4)
+    tune.add_argument("--epochs", type=_count, help="epochs per trial (default 1)")
+    tune.add_argument("--learning-rate", type=_rate, help="override the recipe's (peak) learning rate")
     tune.add_argument("--recipe", default="suan")
     tune.add_argument("--dir", default="runs/tuning", help="search directory; an interrupted search resumes from it")
     tune.add_argument("--set", type=_override, action="append", metavar="KEY=VALUE", help="fixed hyperparameter")
@@ -743,7 +778,7 @@ def _parser():
     tune.add_argument("--spec", help="a data spec (JSON): --data is then your log")
     tune.add_argument("--warm-start", help="a preset every trial starts from (fine-tuning: searches of r, k or a "
                       "loss weight, which keep the weights' shapes)")
-    tune.add_argument("--executions-per-trial", type=int, default=1,
+    tune.add_argument("--executions-per-trial", type=_count, default=1,
                       help="runs per trial (KerasTuner's; the score is their mean, the spread is printed) (default 1)")
     tune.add_argument("--data-option", dest="data_options", type=_override, action="append", metavar="KEY=VALUE",
                       help="a data set protocol option, e.g. sequence_length=50")
@@ -753,13 +788,13 @@ def _parser():
     score.add_argument("preset", help="preset directory or name (it must carry its data contract)")
     score.add_argument("file", help="the raw rows: a file, glob or folder in the format the preset was trained on")
     score.add_argument("--out", default="scores.csv", help="the CSV to write: line, score[, label] (default scores.csv)")
-    score.add_argument("--batch-size", type=int, default=1024, help="rows per batch (default 1024)")
+    score.add_argument("--batch-size", type=_count, default=1024, help="rows per batch (default 1024)")
     score.set_defaults(run=_score)
 
     request = commands.add_parser("request", help=_request.__doc__)
     request.add_argument("preset", help="preset directory or name (trained on a data spec)")
     request.add_argument("file", help="raw rows in the format the preset was trained on")
-    request.add_argument("--rows", type=int, default=1, help="how many rows, from the first (default 1)")
+    request.add_argument("--rows", type=_count, default=1, help="how many rows, from the first (default 1)")
     request.add_argument("--out", help="write the body to this file (default: print it)")
     request.set_defaults(run=_request)
 
@@ -771,8 +806,8 @@ def _parser():
     draft.add_argument("--time", help="the time column (unix s/ms or ISO 8601)")
     draft.add_argument("--user", help="the user key column")
     draft.add_argument("--item", help="the item key column")
-    draft.add_argument("--sample-rows", type=int, default=10_000, help="rows to sample (default 10000)")
-    draft.add_argument("--sequence-length", type=int, default=50, help="history length L (default 50)")
+    draft.add_argument("--sample-rows", type=_count, default=10_000, help="rows to sample (default 10000)")
+    draft.add_argument("--sequence-length", type=_count, default=50, help="history length L (default 50)")
     draft.add_argument("--out", help="write the spec to this file (default: print it)")
     draft.set_defaults(run=_spec)
 
@@ -782,14 +817,14 @@ def _parser():
     export.add_argument("--signature", default="serving_default",
                         help="serving_default, parallel_candidates, encode_decode, or raw (a preset trained on a "
                              "data spec: its preprocessing inside the graph, beside the id signatures)")
-    export.add_argument("--m2", type=int, help="candidates per parallel pass (parallel_candidates)")
+    export.add_argument("--m2", type=_count, help="candidates per parallel pass (parallel_candidates)")
     export.set_defaults(run=_export)
     demo = commands.add_parser("demo", help=_demo.__doc__)
-    demo.add_argument("--rows", type=int, default=20_000, help="training rows to simulate (default 20000)")
-    demo.add_argument("--epochs", type=int, default=5, help="epochs of the distill recipe (default 5)")
+    demo.add_argument("--rows", type=_count, default=20_000, help="training rows to simulate (default 20000)")
+    demo.add_argument("--epochs", type=_count, default=5, help="epochs of the distill recipe (default 5)")
     demo.add_argument("--out", default="demo_out",
                       help="where to write the preset, the tuning project and the export (default demo_out/)")
-    demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    demo.add_argument("--seed", type=_seed, default=0, help="random seed (default 0)")
     demo.set_defaults(run=_demo)
     for command in list(commands.choices.values()) + [draft]:
         command.add_argument("--verbose", action="store_true", help="show TensorFlow's logs and every warning")
@@ -850,6 +885,22 @@ def _precheck(args):
     path = getattr(args, "path", None)
     if path and args.command in ("fit", "evaluate", "calibrate", "tune") and not os.path.exists(path):  # export's is its output
         raise ZooError(f"{path}: no such file or folder")
+    if getattr(args, "spec", None):
+        _precheck_spec(args.spec, args.data)
+
+
+def _precheck_spec(spec_path, data):
+    """A data spec's mistakes before a backend loads: its keys, values and rules (DataSpec), and the columns it
+    names against every file of --data (their headers only)."""
+    from zoo.datasets import spec_reading
+    from zoo.datasets.spec import DataSpec
+    from zoo.errors import ZooError
+
+    spec = DataSpec.read(spec_path)
+    if data == "simulator":
+        raise ZooError("--spec reads your log: give it as --data FILE")
+    for file in spec_reading.source_files(data, spec.source["format"]):  # training reads labels: none is optional
+        spec_reading.check_columns(file, spec.source, spec.read_columns())
 
 
 def main(argv=None):
@@ -861,7 +912,8 @@ def main(argv=None):
     except ZooError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    import zoo.models  # noqa: F401  (registers the models; under `python -m zoo` the package loads on first use)
+    if args.command != "spec":  # drafting a spec needs no model (nor the backend the models import)
+        import zoo.models  # noqa: F401  (registers the models; under `python -m zoo` the package loads on first use)
 
     try:
         args.run(args)

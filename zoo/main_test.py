@@ -332,6 +332,22 @@ class CommandLineTest(TestCase):
                  (("evaluate", "rest_movielen"), "did you mean 'rest_movielens'?"),
                  (("score", "din", "/nowhere.csv"), "/nowhere.csv: no such file or folder"),
                  (("fit", "din", "--data", "x.csv", "--spec", "/nowhere.json"), "/nowhere.json: no such file"))
+        folder = self.get_temp_dir()
+        log = os.path.join(folder, "log.csv")
+        Path(log).write_text("user_id,item_id,clicked,ts\nu1,i1,1,1000\nu2,i2,0,1001\n")
+        misspelt, absent = os.path.join(folder, "misspelt.json"), os.path.join(folder, "absent.json")
+        Path(misspelt).write_text(json.dumps({"labell": {"column": "clicked"}}))
+        Path(absent).write_text(json.dumps({"label": {"column": "clickd"}, "user": "user_id", "item": "item_id",
+                                            "time": {"column": "ts"}, "columns": {"user_id": {"role": "user"}},
+                                            "history": None}))
+        cases += ((("fit", "din", "--data", log, "--spec", misspelt), "spec unknown key 'labell' (did you mean 'label'?)"),
+                  (("tune", "din", "--search", "B", "--data", log, "--spec", absent),
+                   "column 'clickd' named in the spec is absent (columns: user_id, item_id, clicked, ts)"),
+                  (("spec", "draft", log, "--label", "clickd"), "--label clickd: "),
+                  (("fit", "din", "--batch-size", "-3"), "argument --batch-size: -3; it must be at least 1"),
+                  (("fit", "din", "--learning-rate", "nan"), "argument --learning-rate: nan; it must be a finite"),
+                  (("fit", "din", "--seed", "-1"), "argument --seed: -1; a seed is from 0 to 4294967295"),
+                  (("score", "din", log, "--batch-size", "x"), "argument --batch-size: 'x' is not a whole number"))
         for argv, message in cases:
             result = subprocess.run([sys.executable, "-X", "importtime", "-m", "zoo", *argv], capture_output=True,
                                     text=True, cwd=ROOT, timeout=120)
