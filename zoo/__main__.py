@@ -273,6 +273,25 @@ def _banner(args, model, recipe):
               "batches per epoch")
 
 
+SPEC_PATIENCE = 2  # epochs without a better validation AUC before `fit --spec` stops (recipes without their own)
+
+
+def _kept_epoch(history, recipe):
+    """{"epoch", "line"}: which epoch's weights the fit kept (1-based), and a line saying so; None without
+    validation. With early stopping (restore_best_weights) it is the best validation epoch, else the last."""
+    scores = history.get(recipe.monitor)
+    if not scores:
+        return None
+    ran = len(scores)
+    if recipe.early_stopping_patience is None:
+        return {"epoch": ran, "line": f"kept the last epoch, {ran} of {ran} ({recipe.monitor} {scores[-1]:.4f}; "
+                                      "the recipe has no early stopping)"}
+    best = max(range(ran), key=lambda epoch: (scores[epoch], -epoch))  # the first of equal bests, as Keras keeps
+    stopped = f"stopped early after {ran} of {recipe.epochs}" if ran < recipe.epochs else f"ran {ran} of {ran}"
+    return {"epoch": best + 1, "line": f"kept epoch {best + 1}: the best {recipe.monitor} {scores[best]:.4f} "
+                                       f"({stopped} epochs; patience {recipe.early_stopping_patience})"}
+
+
 def _training_options(args):
     """The recipe fields the command line's training flags set: every flag given reaches the recipe that
     `zoo.recipes.fit` (or the tuner) trains by, so the banner, the batches and the optimiser agree."""
@@ -333,6 +352,8 @@ def _fit(args):
     backup = _backup(args) if run is None or run.num_processes == 1 else None
     keras.utils.set_random_seed(args.seed)  # before anything random: the data and the model's weights
     recipe = zoo.recipes.get_recipe(args.recipe, **_training_options(args))
+    if args.spec and recipe.early_stopping_patience is None:  # your own log: the best validation epoch is kept
+        recipe = zoo.recipes.get_recipe(recipe, early_stopping_patience=SPEC_PATIENCE)
     training = zoo.recipes.data_options(recipe, args.model)
     held_out = max(args.rows // 5, 1)
     train, schema = _data(args, "train", args.rows, **training)
@@ -351,6 +372,9 @@ def _fit(args):
         model = run.to_single_device(model)  # every process takes part (split tables are gathered)
         if not run.is_chief:
             return
+    kept = _kept_epoch(history.history, recipe)
+    if kept is not None:
+        print(kept["line"])
     calibration = None
     if args.calibrate:
         from zoo.recipes.calibration import calibrate
@@ -387,7 +411,8 @@ def _fit(args):
         os.path.join(args.out, "preset"),
         metadata={"training_data": record, "recipe": args.recipe, "seed": args.seed, "metrics": metrics,
                   "training": {"epochs": recipe.epochs, "epochs_run": len(history.epoch),
-                               "batch_size": recipe.batch_size, "learning_rate": recipe.learning_rate},
+                               "batch_size": recipe.batch_size, "learning_rate": recipe.learning_rate,
+                               **({"kept_epoch": kept["epoch"]} if kept is not None else {})},
                   **({"calibration": {**calibration, "split": "validation"}} if calibration else {})},
         preprocessing=preprocessing,
     )

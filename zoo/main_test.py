@@ -276,7 +276,36 @@ class CommandLineTest(TestCase):
         self.assertIn("2 epoch(s), batch 32, learning rate 0.005, seed 7", out)
         self.assertIn("96 training rows, 3 batches per epoch", out)
         metadata = json.loads((out_dir / "preset" / "metadata.json").read_text())
-        self.assertEqual(metadata["training"], {"epochs": 2, "epochs_run": 2, "batch_size": 32, "learning_rate": 0.005})
+        self.assertEqual(metadata["training"], {"epochs": 2, "epochs_run": 2, "batch_size": 32, "learning_rate": 0.005,
+                                                "kept_epoch": 2})
+        self.assertRegex(out, r"kept the last epoch, 2 of 2 \(val_auc 0\.\d{4}; the recipe has no early stopping\)")
+
+    def test_a_fit_on_your_own_log_keeps_the_best_validation_epoch(self):
+        from tests.impression_logs import impression_spec, write_impression_log
+
+        folder = Path(self.get_temp_dir())
+        log = write_impression_log(str(folder / "log.csv"), rows=400)
+        spec = folder / "spec.json"
+        spec.write_text(json.dumps(impression_spec(sequence_length=4)))
+        captured = {}
+        real_fit = zoo.recipes.fit
+
+        def spy(model, train, val=None, recipe="suan", **options):
+            captured["history"] = real_fit(model, train, val, recipe=recipe, **options)
+            captured["recipe"] = recipe
+            return captured["history"]
+
+        with mock.patch.object(zoo.recipes, "fit", spy):
+            status, out, err = run("fit", "din", "--data", log, "--spec", str(spec), "--epochs", "4",
+                                   "--learning-rate", "0.05", *TINY_DIN, "--out", str(folder / "run"))
+        self.assertEqual(status, 0, err)
+        self.assertEqual(captured["recipe"].early_stopping_patience, 2)
+        scores = captured["history"].history["val_auc"]
+        best = int(np.argmax(scores)) + 1
+        kept = json.loads((folder / "run" / "preset" / "metadata.json").read_text())["training"]["kept_epoch"]
+        self.assertEqual(kept, best)
+        self.assertIn(f"kept epoch {best}: the best val_auc {scores[best - 1]:.4f} (", out)
+        self.assertIn("patience 2)", out)
 
     def test_an_interrupted_fit_is_refused_without_resume_and_continued_with_it(self):
         out = Path(self.get_temp_dir()) / "run"
