@@ -945,7 +945,16 @@ def main(argv=None):
     except ZooError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except OSError as error:  # a file the command writes or reads: a folder, a full disk, no permission
+        print(f"error: {_os_error(error)}", file=sys.stderr)
+        return 2
     return 0
+
+
+def _os_error(error):
+    """'PATH: what went wrong' of an OSError, in one line."""
+    what = error.strerror or (str(error).splitlines() or [type(error).__name__])[0]
+    return f"{error.filename}: {what}" if error.filename else what
 
 
 def _command_line(argv):

@@ -387,6 +387,28 @@ class CommandLineTest(TestCase):
             self.assertNotIn("tensorflow", result.stderr)  # -X importtime names every module imported
             self.assertNotIn("| keras", result.stderr)
 
+    def test_outputs_that_cannot_be_written_are_one_line(self):
+        from tests.impression_logs import impression_spec, write_impression_log
+
+        folder = Path(self.get_temp_dir())
+        log = write_impression_log(str(folder / "log.csv"), rows=120)
+        preset = folder / "preset"
+        state = zoo.datasets.prepare(impression_spec(sequence_length=4), log, verbose=False).preprocessing()
+        zoo.get("din", schema=zoo.Schema.from_dict(state["schema"]), attention_units=(4,), mlp_units=(8,)) \
+            .save_to_preset(str(preset), preprocessing=state)
+        a_file = folder / "a_file"
+        a_file.write_text("x")
+        cases = [(("score", str(preset), log, "--out", str(folder)), f"{folder}: Is a directory"),
+                 (("score", str(preset), log, "--out", str(a_file / "scores.csv")), "Not a directory"),
+                 (("spec", "draft", log, "--label", "clicked", "--out", str(a_file / "spec.json")), "Not a directory")]
+        if os.path.exists("/dev/full"):
+            cases.append((("score", str(preset), log, "--out", "/dev/full"), "No space left on device"))
+        for argv, message in cases:
+            status, _, err = run(*argv)
+            self.assertEqual(status, 2, (argv, err))
+            self.assertIn(message, err, argv)
+            self.assertEqual(len(err.strip().splitlines()), 1, err)
+
     def test_bad_arguments_exit_2_with_one_line(self):
         cases = [
             (("fit", "dinn"), "unknown model 'dinn'"),
