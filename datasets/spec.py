@@ -73,7 +73,7 @@ FORMAT = "zoo.datasets.spec"
 VERSION = 1
 ROLES = ("user", "cand", "ctx", "num", "hist")
 TYPES = ("categorical", "numeric", "list")
-OPS = ("==", "!=", ">=", ">", "<=", "<")
+OPS = ("==", "!=", ">=", ">", "<=", "<", "in")
 TIME_FORMATS = ("unix_s", "unix_ms", "iso8601")
 DERIVED = ("hour", "weekday")
 SPLITS = ("time", "date", "random", "user", "order")
@@ -85,7 +85,7 @@ _KEYS = {
     "label": ("column", "op", "value", "events", "negatives", "seed"),
     "time": ("column", "format", "utc_offset_hours", "derive", "on_error"),
     "column": ("role", "feature", "type", "min_count", "max_size", "hash_buckets", "log1p", "fill", "scale",
-               "buckets", "bars", "separator", "embedding_dim"),
+               "buckets", "bars", "separator", "embedding_dim", "allow_label_column"),
     "history": ("from", "fields", "only", "min_length"),
     "rule": ("column", "op", "value"),
     "split": ("by", "fractions", "seed", "validation", "test"),
@@ -250,6 +250,11 @@ class DataSpec:
         if rule.get("op") not in OPS:
             raise ZooError(f"spec {where}: 'op' should be one of {' '.join(OPS)}, found {rule.get('op')!r}")
         value = rule.get("value")
+        if rule["op"] == "in":
+            if (not isinstance(value, list) or not value
+                    or any(not isinstance(v, (int, float, str)) or isinstance(v, bool) for v in value)):
+                raise ZooError(f"spec {where}: 'in' takes a non-empty list of strings or numbers, found {value!r}")
+            return {"column": rule["column"], "op": "in", "value": list(value)}
         if not isinstance(value, (int, float, str)) or isinstance(value, bool):
             raise ZooError(f"spec {where}: 'value' should be a number or a string, found {value!r}")
         return {"column": rule["column"], "op": rule["op"], "value": value}
@@ -318,8 +323,12 @@ class DataSpec:
             allowed = {"categorical": ("min_count", "max_size", "hash_buckets"),
                        "numeric": ("log1p", "fill", "scale", "buckets", "bars", "min_count"),
                        "list": ("min_count", "max_size", "hash_buckets", "separator")}[kind]
+            if options.get("allow_label_column", False) is not False:
+                if options["allow_label_column"] is not True:
+                    raise ZooError(f"spec {where}: 'allow_label_column' should be true or absent")
+                checked["allow_label_column"] = True
             for key in options:
-                if key not in ("role", "feature", "type", "embedding_dim") + allowed:
+                if key not in ("role", "feature", "type", "embedding_dim", "allow_label_column") + allowed:
                     raise ZooError(f"spec {where}: '{key}' does not apply to a {kind} column")
             if kind in ("categorical", "list"):
                 if role == "num":
@@ -430,6 +439,12 @@ class DataSpec:
         return out
 
     def _check_together(self):
+        label = self.label.get("column")  # a feature of the row itself (a history reads earlier rows' only)
+        options = self.columns.get(label)
+        if options and options["role"] != "hist" and not options.get("allow_label_column"):
+            raise ZooError(f"spec column '{label}': the label's own column is a feature of its row, so the model would "
+                           "read the label it predicts; remove it from 'columns' (or mark it \"allow_label_column\": "
+                           "true for a deliberate case)")
         if self.split["by"] in ("time", "date") and self.time is None:
             raise ZooError(f"spec 'split': by {self.split['by']} needs a 'time' column")
         if self.split["by"] == "user" and self.user is None:

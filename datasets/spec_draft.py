@@ -22,7 +22,10 @@ UNIX_S = (1e8, 1e11)
 UNIX_MS = (1e11, 1e14)
 
 
-def _source_of(path):
+def _source_of(path, columns=None):
+    """(files, source): the format from the suffix; a CSV's delimiter from its first line, and its header:
+    the first line, unless `columns` names them (a file without a header). A first line with a number
+    among its fields is data, not a header: refused in one line asking for --columns."""
     files = spec_reading.source_files(path, "csv" if not str(path).endswith((".parquet", ".pq", ".jsonl", ".json"))
                                       else "parquet" if str(path).endswith((".parquet", ".pq")) else "jsonl")
     first = files[0]
@@ -33,14 +36,37 @@ def _source_of(path):
     with open(first, "rb") as stream:
         head = stream.readline().decode("utf-8-sig", "replace")
     delimiter = max((",", "\t", ";", "|"), key=head.count)
+    if columns is not None:
+        fields = head.rstrip("\r\n").split(delimiter)
+        if len(columns) != len(fields):
+            raise ZooError(f"--columns names {len(columns)} column(s) but the first line of {first} holds "
+                           f"{len(fields)}")
+        return files, {"format": "csv", "delimiter": delimiter, "quote": '"', "header": False,
+                       "column_names": list(columns)}
+    numbers = [field for field in head.rstrip("\r\n").split(delimiter) if _is_number(field.strip().strip('"'))]
+    if numbers:
+        raise ZooError(f"{first}: the first line holds data ({numbers[0]!r} ...), not a header: name the columns "
+                       "with --columns a,b,c (in file order)")
     return files, {"format": "csv", "delimiter": delimiter, "quote": '"', "header": True}
+
+
+def _is_number(text):
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return text != ""
 
 
 def _sample(files, source, sample_rows):
     from zoo.datasets.reading import Repairs
 
-    names = spec_reading.file_columns(files[0], dict(source, column_names=None))
-    chunks = spec_reading.read_chunks(files[0], dict(source, column_names=None), names, Repairs(files[0]))
+    source = dict(source, column_names=source.get("column_names"))
+    names = spec_reading.file_columns(files[0], source)
+    duplicated = sorted({name for name in names if names.count(name) > 1})
+    if duplicated:
+        raise ZooError(f"{files[0]}: column name(s) {', '.join(duplicated)} appear twice in the header")
+    chunks = spec_reading.read_chunks(files[0], source, names, Repairs(files[0]))
     chunk = next(chunks, None)
     if chunk is None:
         raise ZooError(f"{files[0]}: the file holds no data row")
@@ -95,9 +121,69 @@ def _constant_within(keys, values):
     return len(pairs) < len(keys)
 
 
-def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000, sequence_length=50):
-    """The drafted spec (a dict) for the log at `path`; flags name the columns the user knows."""
-    files, source = _source_of(path)
+TRUE = ("1", "yes", "y", "true", "t")  # text labels read as 0/1, lower-cased
+FALSE = ("0", "no", "n", "false", "f")
+LEAK_AUC = 0.99  # a column whose values alone rank the sampled labels this well determines the label
+
+
+def _auc(scores, labels):
+    """The rank AUC of `scores` against 0/1 `labels` (ties averaged); None with one class."""
+    from scipy.stats import rankdata
+
+    positives = labels.sum()
+    negatives = labels.size - positives
+    if not positives or not negatives:
+        return None
+    ranks = rankdata(scores)
+    return float((ranks[labels == 1].sum() - positives * (positives + 1) / 2) / (positives * negatives))
+
+
+def _sample_labels(label_rule, values):
+    """float [n] 0/1 (NaN where empty) of the sampled label column's text under the drafted label."""
+    out = np.full(values.size, np.nan)
+    for i, value in enumerate(values.tolist()):
+        value = value.strip()
+        if value == "":
+            continue
+        if "op" not in label_rule:
+            out[i] = float(value)
+        elif label_rule["op"] == "in":
+            out[i] = float(value in [v if isinstance(v, str) else f"{v:g}" for v in label_rule["value"]])
+        else:
+            out[i] = float(float(value) >= label_rule["value"])
+    return out
+
+
+def _determines_label(values, kind, label_text, labels):
+    """The evidence (a text) that a column determines the label on the sample, or None: equal to the label
+    column, or a single-column AUC of LEAK_AUC or more (numbers by value; categories by their sampled
+    positive rate, for columns of few values only: an id would separate its own rows trivially)."""
+    known = ~np.isnan(labels)
+    if not known.any():
+        return None
+    if np.array_equal(values[known], label_text[known]):
+        return "equal to the label column"
+    if kind == "numeric":
+        numbers = _numbers(values[known])
+        present = ~np.isnan(numbers)
+        auc = _auc(numbers[present], labels[known][present]) if present.sum() > 1 else None
+    elif kind == "categorical" and len(set(values[known].tolist())) <= max(2, known.sum() // 20):
+        categories, codes = np.unique(values[known], return_inverse=True)
+        rates = np.bincount(codes, weights=labels[known]) / np.bincount(codes)
+        auc = _auc(rates[codes], labels[known])
+    else:
+        return None
+    if auc is not None and max(auc, 1 - auc) >= LEAK_AUC:
+        return f"its values alone rank the sampled labels at AUC {max(auc, 1 - auc):.3f}"
+    return None
+
+
+def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000, sequence_length=50, positive=None,
+          columns=None):
+    """The drafted spec (a dict) for the log at `path`; flags name the columns the user knows. `positive`:
+    the label column's positive values (a list of texts: label = column in positive); `columns`: the
+    names of a CSV's columns in file order, for a file without a header."""
+    files, source = _source_of(path, columns)
     names, text, _ = _sample(files, source, sample_rows)
     rows = len(next(iter(text.values())))
     for flag, value in (("--label", label), ("--time", time), ("--user", user), ("--item", item)):
@@ -110,14 +196,19 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
         distinct = len(set(values.tolist()))
         numbers = _numbers(values)
         separator = next((s for s in SEPARATORS if sum(s in v for v in values) > rows // 4), None)
-        if numbers is not None:
+        if name in (user, item):
+            kinds[name] = "categorical"  # a key is an id whatever its type
+        elif numbers is not None:
             whole = np.all(np.isnan(numbers) | (numbers == np.round(numbers)))
-            kinds[name] = "categorical" if whole and distinct <= 30 else "numeric"
+            named_id = name.lower().endswith("id")
+            kinds[name] = "categorical" if whole and (distinct <= 30 or named_id) else "numeric"
+            if whole and named_id and distinct > 30:
+                notes[name] = "guess: integer ids (whole numbers under an id's name)"
         elif separator is not None:
             kinds[name] = ("list", separator)
         else:
             kinds[name] = "categorical"
-        notes[name] = f"{distinct} distinct of {rows} sampled"
+        notes[name] = f"{distinct} distinct of {rows} sampled" + (f"; {notes[name]}" if name in notes else "")
     given = {"label": label, "time": time, "user": user, "item": item}
     if time is None:
         time = next((n for n in names if n not in (label, user, item) and _time_format(n, text[n])
@@ -129,14 +220,28 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
     if label is None:
         spec["label"] = {"events": True, "negatives": 1, "seed": 0}
         notes["label"] = "guess: no 0/1 label column found, so every row is an event (a positive) with 1 sampled negative"
+    elif positive is not None:
+        seen = set(v.strip() for v in text[label].tolist()) - {""}
+        unseen = [v for v in positive if v not in seen]
+        if unseen:
+            raise ZooError(f"--positive {','.join(positive)}: {label} has no value {unseen[0]!r} in the first {rows} "
+                           f"rows (values: {', '.join(sorted(seen)[:8])})")
+        spec["label"] = {"column": label, "op": "in", "value": list(positive)}
+        notes[label] = f"given: label = {label} in {list(positive)} (values {', '.join(sorted(seen)[:8])})"
     else:
-        values = set(text[label].tolist()) - {""}
+        values = set(v.strip() for v in text[label].tolist()) - {""}
+        lowered = {v.lower() for v in values}
         if values <= {"0", "1"}:
             spec["label"] = {"column": label}
+        elif lowered <= set(TRUE + FALSE) and lowered & set(TRUE) and not values <= {"0", "1"}:
+            positives = sorted(v for v in values if v.lower() in TRUE)
+            spec["label"] = {"column": label, "op": "in", "value": positives}
+            notes[label] = f"guess: a yes/no label, positive when {label} is one of {positives}"
         else:
             numbers = _numbers(text[label])
             if numbers is None:
-                raise ZooError(f"--label {label}: its values are not numbers ({sorted(values)[:3]} ...)")
+                raise ZooError(f"--label {label}: its values are text ({', '.join(sorted(values)[:4])} ...): name the "
+                               "positive ones with --positive V1,V2")
             top = float(np.nanmax(numbers))
             spec["label"] = {"column": label, "op": ">=", "value": 4 if top == 5 else top}
             notes[label] = f"guess: label = {label} >= {spec['label']['value']} (values {np.nanmin(numbers):g}..{top:g})"
@@ -155,10 +260,17 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
             notes[locals()[key]] += f"; given: the {key} key" if given[key] else f"; guess: the {key} key"
     columns = {}
     skip = {label, time}
+    labels = None if label is None else _sample_labels(spec["label"], text[label])
     for name in names:
         if name in skip:
             continue
         kind = kinds[name]
+        leak = None if labels is None or name in (user, item) or isinstance(kind, tuple) else _determines_label(
+            text[name], kind, text[label], labels)
+        if leak is not None:
+            notes[name] = (f"left out: it determines the label on the sample ({leak}), so it is the label in another "
+                           "form; add it back by hand only if it is known before the label")
+            continue
         distinct = len(set(text[name].tolist()))
         if isinstance(kind, tuple):
             columns[name] = {"role": "hist", "type": "list", "separator": kind[1]}
@@ -167,8 +279,8 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
         if kind == "numeric":
             numbers = _numbers(text[name])
             skewed = np.nanmin(numbers) >= 0 and np.nanmax(numbers) > 20 * max(np.nanmedian(numbers), 1e-9)
-            columns[name] = {"role": "num", "type": "numeric", "log1p": bool(skewed)}
-            notes[name] = f"guess: numeric{', log1p (skewed, >= 0)' if skewed else ''}"
+            columns[name] = {"role": "num", "type": "numeric", "log1p": bool(skewed), "scale": "standardize"}
+            notes[name] = f"guess: numeric{', log1p (skewed, >= 0)' if skewed else ''}, standardised"
             continue
         if distinct == rows and name not in (user, item) and rows > 50:
             notes[name] = "ignored: unique on every sampled row (an id of the row, not a feature)"

@@ -204,6 +204,7 @@ class ImpressionLogTest(TestCase):
         self.assertEqual(processed.rows["train"], int((times < boundary).sum()))
         spec = impression_spec(split={"by": "user", "fractions": [0.5, 0.25, 0.25]})
         spec["label"] = {"column": "price", "op": ">=", "value": 20}
+        spec["columns"]["price"]["allow_label_column"] = True  # a rule label on a feature's column, deliberately
         processed = self.prepare(spec)
         features, labels, lines = everything(processed, "train")
         prices = [self.rows[i]["price"] for i in lines - 2]

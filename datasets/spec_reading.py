@@ -273,6 +273,10 @@ def rule_holds(chunk, rule):
 
     ops = {"==": operator.eq, "!=": operator.ne, ">=": operator.ge, ">": operator.gt, "<=": operator.le,
            "<": operator.lt}
+    if rule["op"] == "in":  # the column's text among the listed values (numbers written as the file does)
+        values = np.asarray(as_text(chunk.columns[rule["column"]]).to_numpy(zero_copy_only=False), dtype=object)
+        wanted = [v if isinstance(v, str) else f"{v:g}" for v in rule["value"]]
+        return np.isin(np.char.strip(values.astype(str)), wanted)
     if isinstance(rule["value"], str):
         values = np.asarray(as_text(chunk.columns[rule["column"]]).to_numpy(zero_copy_only=False), dtype=object)
         return np.asarray(ops[rule["op"]](values, rule["value"]), dtype=bool)
@@ -286,6 +290,12 @@ def labels(chunk, label, repairs):
     if label.get("events"):
         return np.ones(chunk.rows, np.float32), np.ones(chunk.rows, bool)
     column = label["column"]
+    if "op" in label and (label["op"] == "in" or isinstance(label["value"], str)):  # a rule on text values
+        text = np.char.strip(np.asarray(as_text(chunk.columns[column]).to_numpy(zero_copy_only=False),
+                                        dtype=object).astype(str))
+        empty = text == ""
+        repairs.drop(f"dropped {{n}} row(s) with an empty '{column}'", int(empty.sum()))
+        return rule_holds(chunk, label).astype(np.float32), ~empty
     values = as_numbers(chunk, column, "a number" if "op" in label else "0 or 1")
     empty = np.isnan(values)
     repairs.drop(f"dropped {{n}} row(s) with an empty '{column}'", int(empty.sum()))

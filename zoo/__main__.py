@@ -606,7 +606,8 @@ def _spec(args):
     from zoo.datasets import spec_draft
 
     spec = spec_draft.draft(args.file, label=args.label, time=args.time, user=args.user, item=args.item,
-                            sample_rows=args.sample_rows, sequence_length=args.sequence_length)
+                            sample_rows=args.sample_rows, sequence_length=args.sequence_length,
+                            positive=args.positive, columns=args.columns)
     text = json.dumps(spec, indent=2)
     if args.out is None:
         print(text)
@@ -659,6 +660,14 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(2, f"error: {self.prog}: {message}\n")
+
+
+def _names(text):
+    """A comma-separated list of non-empty texts."""
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"'{text}' has an empty name: write V1,V2")
+    return names
 
 
 def _count(text):
@@ -831,6 +840,10 @@ def _parser():
     draft.add_argument("--time", help="the time column (unix s/ms or ISO 8601)")
     draft.add_argument("--user", help="the user key column")
     draft.add_argument("--item", help="the item key column")
+    draft.add_argument("--positive", type=_names, metavar="V1,V2",
+                       help="the label column's positive values (a text label such as an event kind)")
+    draft.add_argument("--columns", type=_names, metavar="A,B,C",
+                       help="the columns' names in file order, for a CSV without a header")
     draft.add_argument("--sample-rows", type=_count, default=10_000, help="rows to sample (default 10000)")
     draft.add_argument("--sequence-length", type=_count, default=50, help="history length L (default 50)")
     draft.add_argument("--out", help="write the spec to this file (default: print it)")

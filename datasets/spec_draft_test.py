@@ -1,0 +1,97 @@
+"""`spec draft` on logs written as teams export them: integer ids, text labels, an event kind, no header, a
+column that is the label in another form; each draft builds (zoo.datasets.prepare) with no edit."""
+
+import os
+
+import numpy as np
+
+from tests.testing import TestCase
+from zoo.datasets import prepare
+from zoo.datasets.spec import DataSpec
+from zoo.datasets.spec_draft import draft
+from zoo.errors import ZooError
+
+KINDS = ("view", "basket", "order")
+
+
+def write_log(path, rows=600, header=True, seed=0):
+    """user,item,kind,stars,liked,yes,price,ts: integer ids (many distinct), an event kind, 1-5 stars, liked =
+    stars >= 4 as 0/1, the same as yes/no, a heavy-tailed price, unix seconds in order."""
+    rng = np.random.default_rng(seed)
+    lines = ["user,item,kind,stars,liked,answer,price,ts"] if header else []
+    for i in range(rows):
+        stars = int(rng.integers(1, 6))
+        lines.append(f"{int(rng.integers(1, 80))},{int(rng.integers(1000, 1400))},{KINDS[int(rng.integers(0, 3))]},"
+                     f"{stars},{int(stars >= 4)},{'yes' if stars >= 4 else 'no'},{rng.pareto(1.5) * 10:.2f},"
+                     f"{1_700_000_000 + 60 * i}")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
+class SpecDraftTest(TestCase):
+    def setUp(self):
+        super().setUp()
+        self.folder = self.get_temp_dir()
+        self.log = write_log(os.path.join(self.folder, "log.csv"))
+
+    def built(self, spec):
+        return prepare(spec, self.log, cache_dir=os.path.join(self.folder, "cache"), verbose=False)
+
+    def test_integer_keys_are_ids_and_the_label_in_another_form_is_left_out(self):
+        spec = draft(self.log, label="stars", time="ts", user="user", item="item", sequence_length=8)
+        self.assertEqual(spec["label"], {"column": "stars", "op": ">=", "value": 4})
+        self.assertEqual(spec["columns"]["user"]["role"], "user")
+        self.assertEqual(spec["columns"]["item"], dict(spec["columns"]["item"], role="cand", type="categorical"))
+        self.assertEqual(spec["history"]["fields"], ["item"])  # the user's earlier items: an id history
+        for leak in ("liked", "answer"):  # stars >= 4 in two other forms
+            self.assertNotIn(leak, spec["columns"])
+            self.assertIn("left out: it determines the label on the sample", spec["notes"][leak])
+        self.assertEqual(spec["columns"]["price"], dict(spec["columns"]["price"], log1p=True, scale="standardize"))
+        processed = self.built(spec)
+        self.assertGreater(processed.rows["train"], 0)
+
+    def test_a_yes_no_label_and_an_event_kind_with_positive_values(self):
+        spec = draft(self.log, label="answer", time="ts", user="user", item="item", sequence_length=8)
+        self.assertEqual(spec["label"], {"column": "answer", "op": "in", "value": ["yes"]})
+        self.assertNotIn("liked", spec["columns"])  # the same label as 0/1
+        self.assertNotIn("stars", spec["columns"])  # stars >= 4 ranks it perfectly
+        processed = self.built(spec)
+        _, labels = processed.take("train", np.arange(processed.rows["train"]))
+        self.assertTrue(0 < labels.mean() < 1)
+
+        with self.assertRaisesRegex(ZooError, r"--label kind: its values are text \(.*\): name the positive ones "
+                                              r"with --positive V1,V2"):
+            draft(self.log, label="kind", time="ts", user="user", item="item")
+        spec = draft(self.log, label="kind", time="ts", user="user", item="item", positive=["order", "basket"],
+                     sequence_length=8)
+        self.assertEqual(spec["label"], {"column": "kind", "op": "in", "value": ["order", "basket"]})
+        processed = self.built(spec)
+        features, labels = processed.take("train", np.arange(processed.rows["train"]))
+        lines = processed.source_lines("train")
+        kinds = [row.split(",")[2] for row in open(self.log).read().splitlines()[1:]]
+        expected = [float(kinds[line - 2] in ("order", "basket")) for line in lines]
+        np.testing.assert_array_equal(labels.reshape(-1), expected)
+        with self.assertRaisesRegex(ZooError, "has no value 'purchase'"):
+            draft(self.log, label="kind", positive=["purchase"])
+
+    def test_a_file_without_a_header_is_detected_and_named_by_columns(self):
+        bare = write_log(os.path.join(self.folder, "bare.csv"), header=False)
+        with self.assertRaisesRegex(ZooError, r"the first line holds data .* name the columns with --columns a,b,c"):
+            draft(bare, label="liked")
+        names = ["user", "item", "kind", "stars", "liked", "answer", "price", "ts"]
+        spec = draft(bare, label="liked", time="ts", user="user", item="item", columns=names, sequence_length=8)
+        self.assertEqual(spec["source"]["header"], False)
+        self.assertEqual(spec["source"]["column_names"], names)
+        processed = prepare(spec, bare, cache_dir=os.path.join(self.folder, "cache"), verbose=False)
+        self.assertEqual(sum(processed.rows.values()), 600)
+        with self.assertRaisesRegex(ZooError, "--columns names 2 column"):
+            draft(bare, columns=["a", "b"])
+
+    def test_the_labels_own_column_as_a_feature_is_refused_unless_allowed(self):
+        spec = draft(self.log, label="stars", time="ts", user="user", item="item", sequence_length=8)
+        spec["columns"]["stars"] = {"role": "ctx"}
+        with self.assertRaisesRegex(ZooError, r"column 'stars': the label's own column is a feature of its row"):
+            DataSpec(spec)
+        spec["columns"]["stars"]["allow_label_column"] = True
+        self.assertTrue(DataSpec(spec).columns["stars"]["allow_label_column"])
