@@ -15,7 +15,7 @@ defaults (FuxiCTR 2.3.10, BaseModel and its layers):
 - `init N(0,1e-4)`: embedding tables from N(0, 1e-4) (FuxiCTR's embedding_initializer) instead of U(+-0.05);
 - `clip 10`: the gradients' global norm clipped at 10 (FuxiCTR's max_gradient_norm; the zoo's recipes do not clip);
 - `eps 1e-8`: Adam's epsilon 1e-8 (torch's) instead of Keras' 1e-7;
-- `all three`.
+- `all three`, and `init + clip` (the two that move the result; Adam's epsilon does not).
 Fill values (FuxiCTR maps an empty categorical and a numeric 0 to OOV) do not arise on these rows: every
 id is present and there are no numerics. Results go to OUT/cells.jsonl, a line per cell, and a rerun
 skips the cells already there (resumable); the table (mean +- s.d. over the seeds) is printed and written
@@ -35,7 +35,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 VARIANTS = {"zoo": (), "init N(0,1e-4)": ("init",), "clip 10": ("clip",), "eps 1e-8": ("eps",),
-            "all three": ("init", "clip", "eps")}
+            "all three": ("init", "clip", "eps"), "init + clip": ("init", "clip")}
 
 
 def zoo_cell(spec):
