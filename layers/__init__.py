@@ -2,6 +2,7 @@
 
 from zoo.layers.dice import Dice
 from zoo.layers.dice_mlp import DiceMLP
+from zoo.layers.embedding_normal import EmbeddingNormal
 from zoo.layers.embedding_uniform import EmbeddingUniform
 from zoo.layers.feature_embedding import FeatureEmbedding
 from zoo.layers.target_attention import TargetAttention

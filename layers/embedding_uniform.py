@@ -20,9 +20,16 @@ class EmbeddingUniform(keras.initializers.RandomUniform):
         self._calls = 0
 
     def __call__(self, shape, dtype=None):
-        if keras.backend.backend() != "jax" or not isinstance(self.seed, int):
-            return super().__call__(shape, dtype=dtype)
-        rng = np.random.default_rng([self.seed, self._calls])
-        self._calls += 1
-        dtype = keras.backend.standardize_dtype(dtype or keras.config.floatx())
-        return rng.uniform(self.minval, self.maxval, tuple(shape)).astype(dtype)
+        values = drawn_on_host(self, shape, dtype, lambda rng, shape: rng.uniform(self.minval, self.maxval, shape))
+        return super().__call__(shape, dtype=dtype) if values is None else values
+
+
+def drawn_on_host(initializer, shape, dtype, draw):
+    """Under JAX with a seeded initializer: `draw(rng, shape)` from the initializer's next NumPy stream,
+    `np.random.default_rng([seed, call number])`, as `dtype`; elsewhere None (the Keras initializer's own)."""
+    if keras.backend.backend() != "jax" or not isinstance(initializer.seed, int):
+        return None
+    rng = np.random.default_rng([initializer.seed, initializer._calls])
+    initializer._calls += 1
+    dtype = keras.backend.standardize_dtype(dtype or keras.config.floatx())
+    return draw(rng, tuple(shape)).astype(dtype)

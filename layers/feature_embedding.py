@@ -3,6 +3,7 @@ from keras import ops
 
 from zoo.backend_kernels import gather_rows
 from zoo.errors import ZooError
+from zoo.layers.embedding_normal import EmbeddingNormal
 from zoo.layers.embedding_uniform import EmbeddingUniform
 from zoo.schema import Schema
 
@@ -43,6 +44,8 @@ class FeatureEmbedding(keras.layers.Layer):
         self.sequence_tokens = bool(sequence_tokens)
         if embeddings_initializer == "uniform":  # Keras' U(-0.05, 0.05), drawn on the host under JAX
             embeddings_initializer = EmbeddingUniform()
+        elif embeddings_initializer == "normal":  # N(0, 1e-4^2) (DeepCTR's, FuxiCTR's), drawn on the host under JAX
+            embeddings_initializer = EmbeddingNormal()
         self.embeddings_initializer = keras.initializers.get(embeddings_initializer)
         self.tables = {}
         for feature in self.schema.features:

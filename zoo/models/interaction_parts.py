@@ -21,17 +21,19 @@ def check_choice(model, name, value, choices):
     return value
 
 
-def field_tokens(model, schema, inputs):
+def field_tokens(model, schema, inputs, embeddings_initializer="uniform"):
     """(embedded, tokens [B, M, F, k]) through FeatureEmbedding "embedding" and FieldTokens "field_tokens"."""
     schema.require(model, groups=("cand",))
-    embedded = FeatureEmbedding(schema, sequence_tokens=False, name="embedding")(inputs)
+    embedded = FeatureEmbedding(schema, embeddings_initializer=embeddings_initializer, sequence_tokens=False,
+                                name="embedding")(inputs)
     return embedded, FieldTokens(schema, name="field_tokens")(embedded)
 
 
-def first_order(schema, inputs):
+def first_order(schema, inputs, embeddings_initializer="uniform"):
     """FM's first-order terms w_i x_i per field, [B, M, F] (see FieldTokens: 1-dim embeddings)."""
     scalar_schema = FieldTokens.first_order_schema(schema)
-    embedded = FeatureEmbedding(scalar_schema, sequence_tokens=False, name="first_order_embedding")(inputs)
+    embedded = FeatureEmbedding(scalar_schema, embeddings_initializer=embeddings_initializer, sequence_tokens=False,
+                                name="first_order_embedding")(inputs)
     return ops.squeeze(FieldTokens(scalar_schema, name="first_order_tokens")(embedded), axis=-1)
 
 
