@@ -9,13 +9,16 @@ embedding 32; DIN attention (32, 16), MLP (64, 32); DeepFM MLP (64, 32); Dense -
 1e-3, batch 1024), run here one process at a time without turns (this measures quality, not speed). Each
 cell (model, side, seed) trains --epochs epochs, evaluates the validation split after every epoch and the
 test split after the last; FuxiCTR's seed is its `seed`, the zoo's `keras.utils.set_random_seed` (the
-data's shuffle order stays the pipeline's). The zoo's sides, each one difference from the reference's
-defaults (FuxiCTR 2.3.10, BaseModel and its layers):
-- `zoo`: the zoo as it is;
-- `init N(0,1e-4)`: embedding tables from N(0, 1e-4) (FuxiCTR's embedding_initializer) instead of U(+-0.05);
-- `clip 10`: the gradients' global norm clipped at 10 (FuxiCTR's max_gradient_norm; the zoo's recipes do not clip);
-- `eps 1e-8`: Adam's epsilon 1e-8 (torch's) instead of Keras' 1e-7;
-- `all three`, and `init + clip` (the two that move the result; Adam's epsilon does not).
+data's shuffle order stays the pipeline's). The zoo's sides, named by what they fix where the two
+libraries' defaults differ (FuxiCTR 2.3.10, BaseModel and its layers), everything else the zoo's own:
+- `zoo`: the zoo as it is (since issue #40, DIN and DeepFM start their tables from N(0, 1e-4));
+- `U(±0.05)` / `N(0,1e-4)`: every embedding table from Keras' U(-0.05, 0.05) (the zoo's default before
+  #40, and still its other models') or N(0, 1e-4) (FuxiCTR's embedding_initializer);
+- `clip 10`: the gradients' global norm clipped at 10 (FuxiCTR's max_gradient_norm; the zoo's recipes
+  do not clip);
+- `eps 1e-8`: Adam's epsilon 1e-8 (torch's) instead of Keras' 1e-7.
+Cells recorded before #40's change drew N(0,1e-4) with one Keras RandomNormal per layer (tables of one
+shape then start equal); since, with zoo.layers.EmbeddingNormal (each table its own draw).
 Fill values (FuxiCTR maps an empty categorical and a numeric 0 to OOV) do not arise on these rows: every
 id is present and there are no numerics. Results go to OUT/cells.jsonl, a line per cell, and a rerun
 skips the cells already there (resumable); the table (mean +- s.d. over the seeds) is printed and written
@@ -34,8 +37,15 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-VARIANTS = {"zoo": (), "init N(0,1e-4)": ("init",), "clip 10": ("clip",), "eps 1e-8": ("eps",),
-            "all three": ("init", "clip", "eps"), "init + clip": ("init", "clip")}
+VARIANTS = {  # side -> the settings it fixes (absent: the zoo's own default)
+    "zoo": {},
+    "U(±0.05)": {"init": "uniform"},
+    "N(0,1e-4)": {"init": "normal"},
+    "U(±0.05), clip 10": {"init": "uniform", "clip": True},
+    "U(±0.05), eps 1e-8": {"init": "uniform", "eps": True},
+    "N(0,1e-4), clip 10": {"init": "normal", "clip": True},
+    "N(0,1e-4), clip 10, eps 1e-8": {"init": "normal", "clip": True, "eps": True},
+}
 
 
 def zoo_cell(spec):
@@ -47,10 +57,12 @@ def zoo_cell(spec):
     from zoo.layers import feature_embedding
     fit_module = importlib.import_module("zoo.recipes.fit")  # (zoo.recipes.fit is also the function's name)
 
-    changes = set(VARIANTS[spec["variant"]])
-    if "init" in changes:
-        feature_embedding.EmbeddingUniform = lambda: keras.initializers.RandomNormal(stddev=1e-4)
-    if changes & {"clip", "eps"}:
+    changes = VARIANTS[spec["variant"]]
+    if changes.get("init") == "uniform":  # every table U(+-0.05), whatever the model asks for
+        feature_embedding.EmbeddingNormal = feature_embedding.EmbeddingUniform
+    elif changes.get("init") == "normal":
+        feature_embedding.EmbeddingUniform = feature_embedding.EmbeddingNormal
+    if "clip" in changes or "eps" in changes:
         def make_optimizer(recipe, total_steps=None):
             return keras.optimizers.Adam(recipe.learning_rate, global_clipnorm=10.0 if "clip" in changes else None,
                                          epsilon=1e-8 if "eps" in changes else 1e-7)
@@ -65,8 +77,10 @@ def zoo_cell(spec):
     history = zoo.recipes.fit(model, train, val, recipe="suan", epochs=spec["epochs"], batch_size=1024,
                               learning_rate=1e-3, seeds=(spec["seed"],), verbose=0)
     optimizer = history.trainer.optimizer  # the variant reached the run
-    assert optimizer.global_clipnorm == (10.0 if "clip" in changes else None), optimizer.global_clipnorm
-    assert optimizer.epsilon == (1e-8 if "eps" in changes else 1e-7), optimizer.epsilon
+    if "clip" in changes:
+        assert optimizer.global_clipnorm == 10.0, optimizer.global_clipnorm
+    if "eps" in changes:
+        assert optimizer.epsilon == 1e-8, optimizer.epsilon
     report = zoo.recipes.evaluate(model, test, verbose=0)
     return {"val_auc": [float(v) for v in history.history["val_auc"]], "auc": report["auc"],
             "logloss": report["logloss"]}
