@@ -53,8 +53,10 @@ def run(backend, variant, busy, steps):
         env.pop(name, None)  # this script's own process imported nothing that set them; a shell might have
     if variant == "defaults":
         env["ZOO_THREADS"] = "default"
+    if variant.startswith("threads="):  # a fixed thread count for every pool (the user's own setting)
+        env.update({name: variant.split("=")[1] for name in ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS")})
     worker = subprocess.Popen([sys.executable, "-c", WORKER], env=env, stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True, cwd=ROOT)
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
     spinners = []
     try:
         for line in worker.stdout:
@@ -77,12 +79,14 @@ def main():
     parser.add_argument("--backends", nargs="+", default=["tensorflow", "jax", "torch"])
     parser.add_argument("--busy", type=int, default=3, help="busy processes beside the step (default 3)")
     parser.add_argument("--steps", type=int, default=20, help="timed steps per phase (default 20)")
+    parser.add_argument("--variants", nargs="+", default=["zoo", "defaults"],
+                        help="zoo (zoo/threads.py), defaults (ZOO_THREADS=default), threads=N (a fixed count)")
     args = parser.parse_args()
     print(f"DeepFM train_on_batch, batch 1024, {os.cpu_count()} CPUs; {args.busy} busy processes; "
           f"median of {args.steps} steps")
     print(f"{'backend':<11} {'threads':<9} {'idle ms':>8} {'busy ms':>8} {'busy/idle':>9}")
     for backend in args.backends:
-        for variant in ("zoo", "defaults"):
+        for variant in args.variants:
             result = run(backend, variant, args.busy, args.steps)
             ratio = result["busy_ms"] / result["idle_ms"]
             flag = "" if ratio <= 3 or variant == "defaults" else "  (goal <= 3 not met)"

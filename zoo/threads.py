@@ -11,9 +11,16 @@ from the CPU affinity, which a cgroup quota does not narrow.
 user has not set it already, so an explicit choice always wins):
 
 - `OMP_WAIT_POLICY=PASSIVE`: OpenMP's idle threads sleep at once (read when torch loads its OpenMP);
-- `OMP_NUM_THREADS`, `TF_NUM_INTRAOP_THREADS`, `TF_NUM_INTEROP_THREADS` = `usable_cpus()`: the CPUs in
-  this process's affinity, capped by its cgroup CPU quota (rounded up). Without a quota this equals what
-  torch and TensorFlow would take by default; under one it is the quota;
+- `TF_NUM_INTRAOP_THREADS`, `TF_NUM_INTEROP_THREADS` = `usable_cpus()`: the CPUs in this process's
+  affinity, capped by its cgroup CPU quota (rounded up). Without a quota this equals what TensorFlow
+  takes by default; under one it is the quota;
+- `OMP_NUM_THREADS` (torch's intra-op pool, and NumPy's BLAS) = `usable_cpus() - 1`, at least 1. An
+  OpenMP parallel region waits for every thread of the pool, so one thread descheduled by another
+  process stalls each of an eager step's thousands of small ops: beside 3 busy processes on this 2-core
+  machine a DeepFM step took 11.5x its idle time with 2 passive threads and 2.4x with one
+  (`benchmarks/busy_machine.py`; idle, one thread cost 28 ms against 24 ms). TensorFlow's and XLA's
+  pools hand out tasks to whichever thread is free, and kept 2.2-2.5x there at their default size. The
+  CPU left over also runs the tf.data pipeline that feeds torch;
 - when torch was imported before `zoo` (too late for the environment), `torch.set_num_threads` to the
   same number when torch holds more threads than that (its wait policy is then already fixed).
 
@@ -75,11 +82,14 @@ def configure():
     if applied or os.environ.get("ZOO_THREADS", "sized") == "default":
         return applied
     cpus = usable_cpus()
-    for name, value in [("OMP_WAIT_POLICY", "PASSIVE")] + [(name, str(cpus)) for name in SIZED]:
+    openmp = max(cpus - 1, 1)
+    wanted = {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": str(openmp), "TF_NUM_INTRAOP_THREADS": str(cpus),
+              "TF_NUM_INTEROP_THREADS": str(cpus)}
+    for name, value in wanted.items():
         if name not in os.environ:
             os.environ[name] = applied[name] = value
     torch = sys.modules.get("torch")
-    if torch is not None and "OMP_NUM_THREADS" in applied and torch.get_num_threads() > cpus:
-        torch.set_num_threads(cpus)
-        applied["torch.set_num_threads"] = str(cpus)
+    if torch is not None and "OMP_NUM_THREADS" in applied and torch.get_num_threads() > openmp:
+        torch.set_num_threads(openmp)
+        applied["torch.set_num_threads"] = str(openmp)
     return applied

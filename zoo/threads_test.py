@@ -65,10 +65,10 @@ class UsableCpusTest(TestCase):
 class ConfigureTest(TestCase):
     def test_import_sizes_torch_and_tensorflow_and_makes_openmp_passive(self):
         report = _report()
-        usable = str(report["usable"])
-        self.assertEqual(report["env"], {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": usable,
-                                         "TF_NUM_INTRAOP_THREADS": usable, "TF_NUM_INTEROP_THREADS": usable})
-        self.assertEqual(report["torch_threads"], report["usable"])
+        usable, openmp = report["usable"], max(report["usable"] - 1, 1)
+        self.assertEqual(report["env"], {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": str(openmp),
+                                         "TF_NUM_INTRAOP_THREADS": str(usable), "TF_NUM_INTEROP_THREADS": str(usable)})
+        self.assertEqual(report["torch_threads"], openmp)
 
     def test_the_users_own_settings_win(self):
         report = _report(OMP_NUM_THREADS="1", OMP_WAIT_POLICY="ACTIVE")
@@ -88,8 +88,8 @@ class ConfigureTest(TestCase):
         torch = types.SimpleNamespace(get_num_threads=lambda: 4, set_num_threads=calls.append)
         environment = {k: v for k, v in os.environ.items() if k not in threads.SIZED + ("OMP_WAIT_POLICY",)}
         with mock.patch.dict(os.environ, environment, clear=True), mock.patch.dict(sys.modules, torch=torch), \
-                mock.patch.object(threads, "applied", {}), mock.patch.object(threads, "usable_cpus", lambda: 1):
+                mock.patch.object(threads, "applied", {}), mock.patch.object(threads, "usable_cpus", lambda: 3):
             applied = threads.configure()
-            self.assertEqual(os.environ["OMP_NUM_THREADS"], "1")
-        self.assertEqual(calls, [1])
-        self.assertEqual(applied["torch.set_num_threads"], "1")
+            self.assertEqual((os.environ["OMP_NUM_THREADS"], os.environ["TF_NUM_INTRAOP_THREADS"]), ("2", "3"))
+        self.assertEqual(calls, [2])
+        self.assertEqual(applied["torch.set_num_threads"], "2")
