@@ -1,10 +1,9 @@
-import logging
 import unittest
 
 import keras
 import numpy as np
 
-from tests.testing import TestCase, to_numpy
+from tests.testing import TestCase, jax_compile_messages, to_numpy
 from zoo.feature import Feature
 from zoo.layers.embedding_normal import EmbeddingNormal
 from zoo.layers.feature_embedding import FeatureEmbedding
@@ -40,17 +39,7 @@ class EmbeddingNormalTest(TestCase):
     def test_under_jax_tables_are_drawn_on_the_host_without_compiling(self):
         if keras.backend.backend() != "jax":
             raise unittest.SkipTest("JAX only")
-        import jax
-
-        messages = []
-        handler = logging.Handler()
-        handler.emit = lambda record: messages.append(record.getMessage())
-        logging.getLogger("jax").addHandler(handler)
-        try:
-            with jax.log_compiles(True):
-                tables(3)
-        finally:
-            logging.getLogger("jax").removeHandler(handler)
+        _, messages = jax_compile_messages(lambda: tables(3))
         self.assertEqual([m for m in messages if "normal" in m.lower()], [])
         initializer = EmbeddingNormal(seed=11)
         for call in range(2):

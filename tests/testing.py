@@ -35,6 +35,24 @@ def to_numpy(x):
     return keras.ops.convert_to_numpy(x)
 
 
+def jax_compile_messages(function):
+    """(function's result, [JAX's log messages while it ran under jax.log_compiles]): what JAX compiled."""
+    import logging
+
+    import jax
+
+    messages = []
+    handler = logging.Handler()
+    handler.emit = lambda record: messages.append(record.getMessage())
+    logging.getLogger("jax").addHandler(handler)
+    try:
+        with jax.log_compiles(True):
+            result = function()
+    finally:
+        logging.getLogger("jax").removeHandler(handler)
+    return result, messages
+
+
 def run_python(code, backend, timeout=600):
     """Runs `code` in a fresh interpreter under `backend`; returns stdout, raises on failure."""
     env = dict(os.environ, KERAS_BACKEND=backend, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3")

@@ -670,26 +670,25 @@ def _names(text):
     return names
 
 
-def _count(text):
-    """A whole number >= 1 (batch sizes, epochs, rows, trials, lengths)."""
+def _whole(text, low, high=None, why="it must be at least 1"):
+    """`text` as a whole number in [low, high]; argparse's one-line error otherwise."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value}; it must be at least 1")
+    if value < low or (high is not None and value > high):
+        raise argparse.ArgumentTypeError(f"{value}; {why}")
     return value
+
+
+def _count(text):
+    """A whole number >= 1 (batch sizes, epochs, rows, trials, lengths)."""
+    return _whole(text, 1)
 
 
 def _seed(text):
     """A random seed: a whole number from 0 to 2**32 - 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number") from None
-    if not 0 <= value < 2**32:
-        raise argparse.ArgumentTypeError(f"{value}; a seed is from 0 to 4294967295")
-    return value
+    return _whole(text, 0, 2**32 - 1, "a seed is from 0 to 4294967295")
 
 
 def _rate(text):

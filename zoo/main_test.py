@@ -40,6 +40,18 @@ def write_ratings(folder, users=8, per_user=10):
                 f.write(f"{u + 1}\t{(u + k) % 10 + 1}\t{rng.integers(1, 6)}\t{1000 + 10 * k}\n")
 
 
+def spying_on_fit():
+    """({}, a stand-in for zoo.recipes.fit that runs it and records its History and Recipe there)."""
+    captured, real_fit = {}, zoo.recipes.fit
+
+    def spy(model, train, val=None, recipe="suan", **options):
+        captured["history"] = real_fit(model, train, val, recipe=recipe, **options)
+        captured["recipe"] = recipe
+        return captured["history"]
+
+    return captured, spy
+
+
 class Interrupted(Exception):
     pass
 
@@ -255,14 +267,7 @@ class CommandLineTest(TestCase):
     def test_every_training_flag_reaches_the_training(self):
         """--batch-size, --epochs, --learning-rate and --seed: the steps, epochs, optimiser and seed of the
         run recipes.fit makes (96 rows at batch 32: 3 steps an epoch; the recipe's own batch is 256)."""
-        captured = {}
-        real_fit = zoo.recipes.fit
-
-        def spy(model, train, val=None, recipe="suan", **options):
-            captured["history"] = real_fit(model, train, val, recipe=recipe, **options)
-            captured["recipe"] = recipe
-            return captured["history"]
-
+        captured, spy = spying_on_fit()
         out_dir = Path(self.get_temp_dir()) / "run"
         with mock.patch.object(zoo.recipes, "fit", spy):
             status, out, err = run("fit", "din", "--rows", "96", "--batch-size", "32", "--epochs", "2",
@@ -288,14 +293,7 @@ class CommandLineTest(TestCase):
         log = write_impression_log(str(folder / "log.csv"), rows=400)
         spec = folder / "spec.json"
         spec.write_text(json.dumps(impression_spec(sequence_length=4)))
-        captured = {}
-        real_fit = zoo.recipes.fit
-
-        def spy(model, train, val=None, recipe="suan", **options):
-            captured["history"] = real_fit(model, train, val, recipe=recipe, **options)
-            captured["recipe"] = recipe
-            return captured["history"]
-
+        captured, spy = spying_on_fit()
         with mock.patch.object(zoo.recipes, "fit", spy):
             status, out, err = run("fit", "din", "--data", log, "--spec", str(spec), "--epochs", "4",
                                    "--learning-rate", "0.05", *TINY_DIN, "--out", str(folder / "run"))
