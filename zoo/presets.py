@@ -206,21 +206,32 @@ def _weight_entries(path):
     return entries
 
 
+def _weights_in_memory(model):
+    """The .weights.h5 file Keras' `save_weights` would write for `model`, as an in-memory buffer (Keras'
+    own writer, H5IOStore over a BytesIO: keras.saving.save_weights itself takes only a file path)."""
+    import io
+
+    from keras.src.saving import saving_lib
+
+    buffer = io.BytesIO()
+    store = saving_lib.H5IOStore(buffer, mode="w")
+    saving_lib._save_state(model, weights_store=store, assets_store=None, inner_path="", visited_saveables=set())
+    store.close()
+    buffer.seek(0)
+    return buffer
+
+
 def check_weights_fit(model, path):
     """Raises a ZooError unless the weights file at `path` holds exactly the model's weights: each
     stored entry is one the model reads (none ignored, as Keras would: a 2-layer model's file loads into
     a 1-layer model), each model weight is stored, with the model's shape. The model's own entries come
-    from writing its weights to a scratch file, so both sides are named by Keras' writer."""
-    import tempfile
-
+    from Keras' weights writer into memory (no file: loading a preset writes nothing), so both sides are
+    named by Keras' writer."""
     try:
         stored = _weight_entries(path)
     except OSError as error:
         raise ZooError(f"{path}: not a readable HDF5 weights file ({_first_line(error)})") from None
-    with tempfile.TemporaryDirectory() as scratch:
-        own = Path(scratch) / WEIGHTS
-        model.save_weights(str(own))
-        expected = _weight_entries(own)
+    expected = _weight_entries(_weights_in_memory(model))
     unused = sorted(set(stored) - set(expected))
     missing = sorted(set(expected) - set(stored))
     reshaped = sorted(k for k in set(stored) & set(expected) if stored[k] != expected[k])

@@ -1,6 +1,8 @@
 import json
 from pathlib import Path
 
+import keras
+
 import zoo
 from tests.model_configs import SMALL
 from tests.testing import TestCase, small_simulator
@@ -143,6 +145,19 @@ class PresetsTest(TestCase):
         self._replace_weights(one)
         with self.assertRaisesRegex(ZooError, r"weights do not fit the config: 17 model weight\(s\) not stored"):
             zoo.load(self.dir)
+
+    def test_loading_a_preset_writes_no_file(self):
+        """The weights check compares the file with Keras' writer's entries made in memory: no scratch copy
+        of the weights (a write that fails there ended a process in a segmentation fault)."""
+        import tempfile
+        from unittest import mock
+
+        refuse = AssertionError("loading a preset wrote a file")
+        with mock.patch.object(keras.Model, "save_weights", side_effect=refuse), \
+                mock.patch.object(tempfile, "TemporaryDirectory", side_effect=refuse), \
+                mock.patch.object(tempfile, "mkstemp", side_effect=refuse):
+            model = zoo.load(zoo.presets.resolve("din"))
+        self.assertEqual(model.count_params(), zoo.presets.read_metadata(zoo.presets.resolve("din"))["parameters"])
 
     def test_missing_directory_and_unregistered_models(self):
         with self.assertRaisesRegex(ZooError, "no such preset directory"):
