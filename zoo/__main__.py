@@ -302,6 +302,32 @@ def _training_options(args):
     return chosen
 
 
+_LOCKS = []  # the lock files main's command holds (closed when it returns; the kernel frees them on a kill)
+
+
+def _lock(folder):
+    """Takes `folder`/.lock for this process (flock, exclusive); a folder another live run holds is refused
+    in one line naming it."""
+    import fcntl
+
+    from zoo.errors import ZooError
+
+    os.makedirs(folder, exist_ok=True)
+    handle = open(os.path.join(folder, ".lock"), "a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise ZooError(f"--out {folder}: another run is using it ({holder}); wait for it or pick another folder") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()}")
+    handle.flush()
+    _LOCKS.append(handle)
+
+
 def _backup(args):
     """The folder that keeps an interrupted training run (Keras' BackupAndRestore), checked against --resume."""
     from zoo.errors import ZooError
@@ -349,6 +375,8 @@ def _fit(args):
         raise ZooError("--resume: a multi-worker run keeps no backup (every process would write the same folder)")
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         raise ZooError(f"--out {args.out}: a file, not a folder")
+    if run is None or run.is_chief:
+        _lock(args.out)  # one run per folder: a second fit on it would share backup/ and overwrite the preset
     backup = _backup(args) if run is None or run.num_processes == 1 else None
     keras.utils.set_random_seed(args.seed)  # before anything random: the data and the model's weights
     recipe = zoo.recipes.get_recipe(args.recipe, **_training_options(args))
@@ -960,6 +988,9 @@ def main(argv=None):
     except OSError as error:  # a file the command writes or reads: a folder, a full disk, no permission
         print(f"error: {_os_error(error)}", file=sys.stderr)
         return 2
+    finally:
+        while _LOCKS:  # the command's folders are free again (main may run again in this process)
+            _LOCKS.pop().close()
     return 0
 
 

@@ -386,6 +386,22 @@ class CommandLineTest(TestCase):
             self.assertNotIn("tensorflow", result.stderr)  # -X importtime names every module imported
             self.assertNotIn("| keras", result.stderr)
 
+    def test_a_second_fit_on_one_folder_is_refused_while_the_first_runs(self):
+        import fcntl
+
+        out = Path(self.get_temp_dir()) / "run"
+        out.mkdir()
+        with open(out / ".lock", "a+") as held:  # a live run holds the folder
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held.write("pid 12345")
+            held.flush()
+            status, _, err = run("fit", "din", "--rows", "32", "--epochs", "1", *TINY_DIN, "--out", str(out))
+        self.assertEqual(status, 2)
+        self.assertIn(f"--out {out}: another run is using it (pid 12345)", err)
+        self.assertFalse((out / "preset").exists())
+        status, _, err = run("fit", "din", "--rows", "32", "--epochs", "1", *TINY_DIN, "--out", str(out))
+        self.assertEqual(status, 0, err)  # released: the folder is free again
+
     def test_outputs_that_cannot_be_written_are_one_line(self):
         from tests.impression_logs import impression_spec, write_impression_log
 
