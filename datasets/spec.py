@@ -62,8 +62,10 @@ Sections (every key is checked: an unknown one is refused by name, with the clos
 """
 
 import copy
+import datetime
 import difflib
 import json
+import math
 import os
 import re
 
@@ -111,11 +113,33 @@ def feature_name(column):
     return "time_value" if name == "time" else name
 
 
-def _positive_int(value, where, allow_none=False):
+# The budget: the largest size a spec may name, checked before anything is built (each of these allocates
+# in proportion: a table of hash_buckets x embedding_dim floats and two Adam moments, N negatives per row,
+# histories of L ids per row). Past it, a spec is refused in one line naming the value and the budget.
+BUDGET = {
+    "sequence_length": 4_096,   # L
+    "embedding_dim": 1_024,
+    "hash_buckets": 1 << 24,    # 16.8M rows: 0.5 GB a table at dim 8, 1.6 GB with Adam's moments
+    "max_size": 1 << 24,
+    "buckets": 10_000,
+    "negatives": 100,           # sampled negatives per event: the rows grow (N + 1)-fold
+}
+
+
+def _positive_int(value, where, allow_none=False, budget=None):
     if value is None and allow_none:
         return None
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ZooError(f"spec {where}: should be a positive integer, found {value!r}")
+    if budget is not None and value > BUDGET[budget]:
+        raise ZooError(f"spec {where}: {value:,} is past the budget of {BUDGET[budget]:,} "
+                       "(datasets/spec.py BUDGET)")
+    return value
+
+
+def _seed(value, where):
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**32:
+        raise ZooError(f"spec {where}: should be a whole number from 0 to 4294967295, found {value!r}")
     return value
 
 
@@ -150,10 +174,11 @@ class DataSpec:
         for key in ("user", "item"):
             if getattr(self, key) is not None and not isinstance(getattr(self, key), str):
                 raise ZooError(f"spec '{key}': should be a column name, found {getattr(self, key)!r}")
-        self.embedding_dim = _positive_int(spec.get("embedding_dim", 8), "'embedding_dim'")
+        self.embedding_dim = _positive_int(spec.get("embedding_dim", 8), "'embedding_dim'", budget="embedding_dim")
         self.columns = self._columns(spec.get("columns"))
         self.history = self._history(spec.get("history"))
-        self.sequence_length = _positive_int(spec.get("sequence_length", 50), "'sequence_length'")
+        self.sequence_length = _positive_int(spec.get("sequence_length", 50), "'sequence_length'",
+                                             budget="sequence_length")
         self.split = self._split(spec.get("split", {"by": "time", "fractions": [0.8, 0.1, 0.1]}))
         self.notes = spec.get("notes", {})
         if not isinstance(self.notes, dict) or not all(isinstance(v, str) for v in self.notes.values()):
@@ -176,6 +201,8 @@ class DataSpec:
                 data = json.load(f)
         except (ValueError, UnicodeDecodeError) as error:
             raise ZooError(f"{path}: not a JSON spec ({str(error).splitlines()[0]})") from None
+        except RecursionError:
+            raise ZooError(f"{path}: not a spec (JSON nested too deeply to read)") from None
         try:
             return cls(data)
         except ZooError as error:
@@ -269,7 +296,9 @@ class DataSpec:
             negatives = label.get("negatives", 1)
             if not isinstance(negatives, int) or isinstance(negatives, bool) or negatives < 0:
                 raise ZooError(f"spec 'label.negatives': should be an integer >= 0, found {negatives!r}")
-            return {"events": True, "negatives": negatives, "seed": int(label.get("seed", 0))}
+            if negatives:
+                _positive_int(negatives, "'label.negatives'", budget="negatives")
+            return {"events": True, "negatives": negatives, "seed": _seed(label.get("seed", 0), "'label.seed'")}
         if "negatives" in label or "seed" in label:
             raise ZooError("spec 'label': 'negatives' and 'seed' go with events: true")
         if not isinstance(label.get("column"), str):
@@ -319,7 +348,7 @@ class DataSpec:
                 raise ZooError(f"spec {where}: 'feature' {feature!r} should be lower-case letters, digits and '_'")
             checked = {"role": role, "feature": feature, "type": kind,
                        "embedding_dim": _positive_int(options.get("embedding_dim", self.embedding_dim),
-                                                      f"{where} 'embedding_dim'")}
+                                                      f"{where} 'embedding_dim'", budget="embedding_dim")}
             allowed = {"categorical": ("min_count", "max_size", "hash_buckets"),
                        "numeric": ("log1p", "fill", "scale", "buckets", "bars", "min_count"),
                        "list": ("min_count", "max_size", "hash_buckets", "separator")}[kind]
@@ -334,9 +363,10 @@ class DataSpec:
                 if role == "num":
                     raise ZooError(f"spec {where}: role num is for numeric columns (a {kind} column is an id)")
                 checked["min_count"] = _positive_int(options.get("min_count", 1), f"{where} 'min_count'")
-                checked["max_size"] = _positive_int(options.get("max_size"), f"{where} 'max_size'", allow_none=True)
+                checked["max_size"] = _positive_int(options.get("max_size"), f"{where} 'max_size'", allow_none=True,
+                                                    budget="max_size")
                 checked["hash_buckets"] = _positive_int(options.get("hash_buckets"), f"{where} 'hash_buckets'",
-                                                        allow_none=True)
+                                                        allow_none=True, budget="hash_buckets")
                 if checked["hash_buckets"] and (options.get("max_size") or options.get("min_count", 1) != 1):
                     raise ZooError(f"spec {where}: hash_buckets replaces the vocabulary (no min_count or max_size)")
             if kind == "list":
@@ -359,13 +389,15 @@ class DataSpec:
                     raise ZooError(f"spec {where}: 'min_count' is for categorical (or bars) columns")
                 checked["log1p"] = bool(options.get("log1p", False))
                 fill = options.get("fill", "mean")
-                if fill != "mean" and (not isinstance(fill, (int, float)) or isinstance(fill, bool)):
-                    raise ZooError(f"spec {where}: 'fill' should be \"mean\" or a number, found {fill!r}")
+                if fill != "mean" and (not isinstance(fill, (int, float)) or isinstance(fill, bool)
+                                       or not math.isfinite(fill)):
+                    raise ZooError(f"spec {where}: 'fill' should be \"mean\" or a finite number, found {fill!r}")
                 checked["fill"] = fill
                 checked["scale"] = options.get("scale", "none")
                 if checked["scale"] not in ("none", "standardize"):
                     raise ZooError(f"spec {where}: 'scale' should be 'none' or 'standardize'")
-                checked["buckets"] = _positive_int(options.get("buckets"), f"{where} 'buckets'", allow_none=True)
+                checked["buckets"] = _positive_int(options.get("buckets"), f"{where} 'buckets'", allow_none=True,
+                                                   budget="buckets")
                 if role == "num" and checked["buckets"]:
                     raise ZooError(f"spec {where}: bucketed numerics are ids: give it role user, cand or ctx")
                 if role in ("user", "cand", "ctx") and not checked["buckets"]:
@@ -429,13 +461,17 @@ class DataSpec:
                 value = split.get(key)
                 if not isinstance(value, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
                     raise ZooError(f"spec 'split.{key}': should be a date YYYY-MM-DD, found {value!r}")
+                try:
+                    datetime.date.fromisoformat(value)
+                except ValueError:
+                    raise ZooError(f"spec 'split.{key}': {value} is not a date of the calendar") from None
                 out[key] = value
             if out["validation"] > out["test"]:
                 raise ZooError("spec 'split': the validation date is after the test date")
             return out
         out = {"by": by, "fractions": _fractions(split.get("fractions", [0.8, 0.1, 0.1]), "'split.fractions'")}
         if by == "random":
-            out["seed"] = int(split.get("seed", 0))
+            out["seed"] = _seed(split.get("seed", 0), "'split.seed'")
         return out
 
     def _check_together(self):

@@ -1,0 +1,52 @@
+"""DataSpec's checks of values by type, range and the budget: one line naming the key, before anything is
+built (issue #37's cases)."""
+
+import copy
+import json
+import os
+
+from tests.impression_logs import impression_spec
+from tests.testing import TestCase
+from zoo.datasets.spec import BUDGET, DataSpec
+from zoo.errors import ZooError
+
+
+def mutated(change):
+    spec = copy.deepcopy(impression_spec(sequence_length=4))
+    change(spec)
+    return spec
+
+
+class DataSpecValuesTest(TestCase):
+    def test_values_out_of_type_range_or_budget_are_one_line(self):
+        random_split = {"by": "random", "fractions": [0.8, 0.1, 0.1]}
+        cases = [
+            (lambda s: s.update(split=dict(random_split, seed="abc")), r"'split.seed': should be a whole number"),
+            (lambda s: s.update(split=dict(random_split, seed=-1)), r"'split.seed': .* found -1"),
+            (lambda s: s.update(label={"events": True, "negatives": 1, "seed": "abc"}), r"'label.seed'"),
+            (lambda s: s.update(split={"by": "date", "validation": "1997-13-45", "test": "1997-12-01"}),
+             r"'split.validation': 1997-13-45 is not a date of the calendar"),
+            (lambda s: s["columns"]["user_id"].update(hash_buckets=2**63),
+             r"column 'user_id' 'hash_buckets': 9,223,372,036,854,775,808 is past the budget of 16,777,216"),
+            (lambda s: s["columns"]["price"].update(fill=float("nan")), r"'fill' should be \"mean\" or a finite number"),
+            (lambda s: s["columns"]["price"].update(fill=float("inf")), r"'fill' should be \"mean\" or a finite number"),
+            (lambda s: s.update(label={"events": True, "negatives": 1_000_000}),
+             r"'label.negatives': 1,000,000 is past the budget of 100"),
+            (lambda s: s.update(sequence_length=10_000_000), r"'sequence_length': 10,000,000 is past the budget"),
+            (lambda s: s.update(embedding_dim=1_000_000), r"'embedding_dim': 1,000,000 is past the budget"),
+        ]
+        for change, message in cases:
+            with self.assertRaisesRegex(ZooError, message):
+                DataSpec(mutated(change))
+        self.assertEqual(BUDGET["negatives"], 100)
+        DataSpec(mutated(lambda s: s.update(sequence_length=BUDGET["sequence_length"])))  # the budget itself is allowed
+
+    def test_a_spec_file_nested_too_deeply_is_one_line(self):
+        path = os.path.join(self.get_temp_dir(), "deep.json")
+        with open(path, "w") as f:
+            f.write('{"notes": ' + "[" * 100_000 + "]" * 100_000 + "}")
+        with self.assertRaisesRegex(ZooError, r"deep.json: not a spec \(JSON nested too deeply to read\)"):
+            DataSpec.read(path)
+        with open(path, "w") as f:
+            json.dump(impression_spec(sequence_length=4), f)
+        self.assertEqual(DataSpec.read(path).sequence_length, 4)
