@@ -165,6 +165,11 @@ class _Processed:
             raise ZooError(f"unknown split '{split}' (splits: {', '.join(self.rows)})")
         return self.rows[split]
 
+    def column(self, split, key):
+        """One stored array of a split, 1-D [n]: "labels", or a key of the user_/cand_/ctx_/num_ groups."""
+        self.num_rows(split)
+        return np.asarray(self._load(f"{split}.{key}")).reshape(-1)
+
     def source_lines(self, split):
         """The raw file's line number of each sample of `split`, in sample order (a scoring-mode read's
         split "all", and every split of a data spec's read)."""

@@ -292,6 +292,29 @@ def _kept_epoch(history, recipe):
                                        f"({stopped} epochs; patience {recipe.early_stopping_patience})"}
 
 
+def _baselines(args, model, datasets_by_split):
+    """A spec fit's model against the trivial baselines on its validation and test rows (recipes/baselines.py):
+    a line each, flagged when the model does not beat the best; {split: result} for the preset's metadata.
+    Not for a fit on part of the rows (--rows) or under several processes (each holds a share)."""
+    from zoo import datasets
+    from zoo.datasets.spec import DataSpec
+    from zoo.recipes.baselines import against_baselines, summary_line
+
+    if not args.spec or getattr(args, "rows_given", False) or getattr(args, "process_group", None) is not None:
+        return {}
+    spec = DataSpec.read(args.spec)
+    keys = {f"{role}_key": f"{prefix}_{spec.columns[column]['feature']}"
+            for role, prefix, column in (("user", "user", spec.user), ("item", "cand", spec.item))
+            if column in spec.columns}
+    processed = datasets.prepare(args.spec, args.data, verbose=False)
+    results = {}
+    for split, dataset in datasets_by_split.items():
+        if dataset is not None and processed.num_rows(split):
+            results[split] = against_baselines(model, processed, split, dataset, **keys)
+            print(f"{split}: {summary_line(args.model, results[split])}")
+    return results
+
+
 def _training_options(args):
     """The recipe fields the command line's training flags set: every flag given reaches the recipe that
     `zoo.recipes.fit` (or the tuner) trains by, so the banner, the batches and the optimiser agree."""
@@ -434,6 +457,7 @@ def _fit(args):
         )
         metrics.update(test_auc=test_report["auc"], test_logloss=test_report["logloss"],
                        test_ece=test_report["calibration"]["ece"])
+    baselines = _baselines(args, model, {"validation": plain_val, "test": test if args.data != "simulator" else None})
     record, preprocessing = _training_data(args)
     model.save_to_preset(
         os.path.join(args.out, "preset"),
@@ -441,6 +465,7 @@ def _fit(args):
                   "training": {"epochs": recipe.epochs, "epochs_run": len(history.epoch),
                                "batch_size": recipe.batch_size, "learning_rate": recipe.learning_rate,
                                **({"kept_epoch": kept["epoch"]} if kept is not None else {})},
+                  **({"baselines": baselines} if baselines else {}),
                   **({"calibration": {**calibration, "split": "validation"}} if calibration else {})},
         preprocessing=preprocessing,
     )

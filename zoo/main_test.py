@@ -305,6 +305,14 @@ class CommandLineTest(TestCase):
         self.assertEqual(kept, best)
         self.assertIn(f"kept epoch {best}: the best val_auc {scores[best - 1]:.4f} (", out)
         self.assertIn("patience 2)", out)
+        # beside the trivial baselines on the same rows, flagged either way
+        for split in ("validation", "test"):
+            self.assertRegex(out, rf"(?m)^{split}: baselines \(AUC on the same rows\): global rate 0\.5000, item rate "
+                                  r"0\.\d{4}, user running rate 0\.\d{4}, item \+ user 0\.\d{4}; din (beats|does NOT beat) "
+                                  r"the best \(.+\) by [+-]\d\.\d{4} \(95% CI [+-]\d\.\d{4} \.\. [+-]\d\.\d{4}\)$")
+        baselines = json.loads((folder / "run" / "preset" / "metadata.json").read_text())["baselines"]
+        self.assertEqual(sorted(baselines), ["test", "validation"])
+        self.assertEqual(len(baselines["validation"]["rows"]), 4)
 
     def test_an_interrupted_fit_is_refused_without_resume_and_continued_with_it(self):
         out = Path(self.get_temp_dir()) / "run"
