@@ -398,8 +398,6 @@ def _fit(args):
         raise ZooError("--resume: a multi-worker run keeps no backup (every process would write the same folder)")
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         raise ZooError(f"--out {args.out}: a file, not a folder")
-    if run is None or run.is_chief:
-        _lock(args.out)  # one run per folder: a second fit on it would share backup/ and overwrite the preset
     backup = _backup(args) if run is None or run.num_processes == 1 else None
     keras.utils.set_random_seed(args.seed)  # before anything random: the data and the model's weights
     recipe = zoo.recipes.get_recipe(args.recipe, **_training_options(args))
@@ -415,6 +413,8 @@ def _fit(args):
     with run.scope() if run is not None else contextlib.nullcontext():  # variables placed as they are made
         model = zoo.get(args.model, schema=schema.with_candidates(1), **overrides)
     steps = StepLog()
+    if run is None or run.is_chief:  # (the folder is made here, once the arguments, data and model are good)
+        _lock(args.out)  # one run per folder: a second fit on it would share backup/ and overwrite the preset
     os.makedirs(args.out, exist_ok=True)
     _banner(args, model, recipe)
     history = zoo.recipes.fit(model, train, val, recipe=recipe, backup_dir=backup, callbacks=[steps],
