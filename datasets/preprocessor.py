@@ -63,10 +63,10 @@ class Preprocessor:
     @property
     def user_key(self):
         """The feature key GAUC groups by: the spec's user column, or the readers' user_user_id."""
-        spec = self.spec
-        if spec is None:
-            return "user_user_id"
-        return f"user_{spec['columns'].get(spec['user'], {}).get('feature', 'user_id')}"
+        from zoo.datasets.spec import DataSpec
+
+        spec = None if self.spec is None else DataSpec.read(self.spec)
+        return (spec and spec.feature_key(spec.user)) or "user_user_id"
 
     def __repr__(self):
         source = "a data spec" if self.spec is not None else f"{self.dataset} ({self.state['protocol']})"
@@ -83,7 +83,7 @@ class Preprocessor:
         unknown ids mapped to OOV."""
         from zoo.datasets.registry import load
 
-        self._check_path(path)
+        self.check_path(path)
         dataset, _, info = load(None, path, preprocessing=self.state, split="all", batch_size=batch_size,
                                 shuffle=False, cache_dir=cache_dir, verbose=verbose, with_info=True)
         return dataset, info
@@ -105,7 +105,7 @@ class Preprocessor:
                            "rows (zoo.recipes.score_file, `python -m zoo score`); the fit's report.json holds the "
                            "held-out metrics")
         if spec is None:
-            self._check_path(path)
+            self.check_path(path)
             refit = prepare(self.dataset, path, protocol=self.state["protocol"], cache_dir=cache_dir, verbose=False,
                             **self.state["options"])
             if refit.preprocessing()["fitted"] == self.state["fitted"]:
@@ -123,7 +123,8 @@ class Preprocessor:
         return dataset, info, what
 
     @staticmethod
-    def _check_path(path):
+    def check_path(path):
+        """Refuses, in one line, a path that is neither a file, a folder nor a glob."""
         text = os.fspath(path)
         if not os.path.exists(text) and not any(c in text for c in "*?["):
             raise ZooError(f"{text}: no such file or folder")

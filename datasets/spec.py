@@ -231,6 +231,12 @@ class DataSpec:
                 names.append(name)
         return names
 
+    def feature_key(self, column):
+        """The input-contract key a column of the spec becomes ("user_user_id", "cand_item_id"), or None when
+        it is not among the spec's columns."""
+        options = self.columns.get(column)
+        return None if options is None else f"{options['role']}_{options['feature']}"
+
     def features(self, role):
         """[(column, options)] of one role, in the spec's order."""
         return [(name, options) for name, options in self.columns.items() if options["role"] == role]

@@ -138,20 +138,15 @@ def _auc(scores, labels):
     return float((ranks[labels == 1].sum() - positives * (positives + 1) / 2) / (positives * negatives))
 
 
-def _sample_labels(label_rule, values):
-    """float [n] 0/1 (NaN where empty) of the sampled label column's text under the drafted label."""
-    out = np.full(values.size, np.nan)
-    for i, value in enumerate(values.tolist()):
-        value = value.strip()
-        if value == "":
-            continue
-        if "op" not in label_rule:
-            out[i] = float(value)
-        elif label_rule["op"] == "in":
-            out[i] = float(value in [v if isinstance(v, str) else f"{v:g}" for v in label_rule["value"]])
-        else:
-            out[i] = float(float(value) >= label_rule["value"])
-    return out
+def _sample_labels(label_rule, chunk, rows):
+    """float [rows] 0/1 (NaN where empty) of the sampled rows under the drafted label, as the engine reads
+    them (spec_reading.labels)."""
+    from zoo.datasets.reading import Repairs
+
+    sample = spec_reading.Chunk(chunk.file, {label_rule["column"]: chunk.columns[label_rule["column"]].slice(0, rows)},
+                                chunk.first_line, rows)
+    labels, kept = spec_reading.labels(sample, label_rule, Repairs(chunk.file))
+    return np.where(kept, labels, np.nan).astype(np.float64)
 
 
 def _determines_label(values, kind, label_text, labels):
@@ -184,7 +179,7 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
     the label column's positive values (a list of texts: label = column in positive); `columns`: the
     names of a CSV's columns in file order, for a file without a header."""
     files, source = _source_of(path, columns)
-    names, text, _ = _sample(files, source, sample_rows)
+    names, text, chunk = _sample(files, source, sample_rows)
     rows = len(next(iter(text.values())))
     for flag, value in (("--label", label), ("--time", time), ("--user", user), ("--item", item)):
         if value is not None and value not in names:
@@ -260,7 +255,7 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
             notes[locals()[key]] += f"; given: the {key} key" if given[key] else f"; guess: the {key} key"
     columns = {}
     skip = {label, time}
-    labels = None if label is None else _sample_labels(spec["label"], text[label])
+    labels = None if label is None else _sample_labels(spec["label"], chunk, rows)
     for name in names:
         if name in skip:
             continue

@@ -41,12 +41,18 @@ def score_raw_rows(model, data, path, preprocessing, *, batch_size=256, cache_di
     the spec). `preprocessing` is the preset's folder (or its preprocessing.json, or the fitted state); the
     model's schema must be the one that preprocessing produces. `verbose=1` shows a progress bar over the
     rows (with their total), 0 nothing."""
-    import keras
-
     from zoo import datasets
-    from zoo.datasets.pipeline import make_dataset
 
     processed = datasets.prepare(data, path, preprocessing=preprocessing, cache_dir=cache_dir, verbose=False)
+    return _scored(model, processed, batch_size, with_labels, verbose)
+
+
+def _scored(model, processed, batch_size, with_labels, verbose):
+    """score_raw_rows' result for an already prepared scoring-mode read."""
+    import keras
+
+    from zoo.datasets.pipeline import make_dataset
+
     if processed.schema.to_dict() != model.schema.with_candidates(1).to_dict():
         raise ZooError(
             f"the preprocessing's schema is not this {model.registered_name}'s: pass the preprocessing of the "
@@ -92,10 +98,9 @@ def score_file(model, path, *, batch_size=1024, verbose=1):
     from zoo import datasets
 
     model, preprocessor = with_preprocessor(model)
-    preprocessor._check_path(path)
+    preprocessor.check_path(path)
     processed = datasets.prepare(None, path, preprocessing=preprocessor.state, verbose=False)
-    scores, lines, labels = score_raw_rows(model, None, path, preprocessor.state, batch_size=batch_size,
-                                           with_labels=True, verbose=verbose)
+    scores, lines, labels = _scored(model, processed, batch_size, with_labels=True, verbose=verbose)
     order = np.argsort(lines, kind="stable")  # file order
     labeled = processed.info.get("labeled", True)
     return ScoredRows(scores[order], lines[order], labels[order] if labeled else None, processed.info)

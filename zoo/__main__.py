@@ -303,9 +303,7 @@ def _baselines(args, model, datasets_by_split):
     if not args.spec or getattr(args, "rows_given", False) or getattr(args, "process_group", None) is not None:
         return {}
     spec = DataSpec.read(args.spec)
-    keys = {f"{role}_key": f"{prefix}_{spec.columns[column]['feature']}"
-            for role, prefix, column in (("user", "user", spec.user), ("item", "cand", spec.item))
-            if column in spec.columns}
+    keys = {"user_key": spec.feature_key(spec.user), "item_key": spec.feature_key(spec.item)}
     processed = datasets.prepare(args.spec, args.data, verbose=False)
     results = {}
     for split, dataset in datasets_by_split.items():
