@@ -76,19 +76,36 @@ class Preprocessor:
         """Writes preprocessing.json into `directory` (or to that file path); returns the file's path."""
         return fitted.save_preprocessing(self.state, directory)
 
-    def read(self, path, *, batch_size=1024, cache_dir=None, verbose=False):
+    def read(self, path, *, history_from=None, batch_size=1024, cache_dir=None, verbose=False):
         """(tf.data pipeline, info) of every row of `path` (a file, glob or folder in the training data's
         format) in the input contract, in file order, one sample per row (scoring mode). `info` holds
         the row count, whether the rows carry labels ("labeled"), the per-file account of rows and the
-        unknown ids mapped to OOV."""
-        from zoo.datasets.registry import load
-
-        self.check_path(path)
-        dataset, _, info = load(None, path, preprocessing=self.state, split="all", batch_size=batch_size,
-                                shuffle=False, cache_dir=cache_dir, verbose=verbose, with_info=True)
+        unknown ids mapped to OOV. `history_from` (a spec preset): earlier logs whose rows build the
+        histories and the user's running statistics, not scored (see `processed`)."""
+        dataset, _, info = self._load(path, history_from, batch_size, cache_dir, verbose)
         return dataset, info
 
-    def labelled(self, path, *, held_out="test", batch_size=1024, cache_dir=None, verbose=False):
+    def processed(self, path, *, history_from=None, cache_dir=None, verbose=False):
+        """The processed data (zoo.datasets.prepare, split "all") of every row of `path`. A row's history is
+        its user's rows strictly earlier in time among the files read: `path`, and the earlier logs of
+        `history_from` (files, globs or folders; a spec preset), whose rows are read for that and for the
+        running statistics only: each scored row gets the features it has in their concatenation."""
+        from zoo.datasets.registry import prepare
+
+        self.check_path(path)
+        for earlier in history_from or []:
+            self.check_path(earlier)
+        return prepare(None, path, preprocessing=self.state, cache_dir=cache_dir, verbose=verbose,
+                       **({"history_from": list(history_from)} if history_from else {}))
+
+    def _load(self, path, history_from, batch_size, cache_dir, verbose):
+        from zoo.datasets.pipeline import make_dataset
+
+        processed = self.processed(path, history_from=history_from, cache_dir=cache_dir, verbose=verbose)
+        dataset, schema = make_dataset(processed, "all", batch_size=batch_size, shuffle=False)
+        return dataset, schema, dict(processed.info, rows=processed.rows)
+
+    def labelled(self, path, *, held_out="test", history_from=None, batch_size=1024, cache_dir=None, verbose=False):
         """(pipeline, info, what) of the labelled rows of `path` to evaluate or calibrate a model on.
 
         A spec preset: every row of the file (refused in one line when the spec makes every row an
@@ -105,6 +122,8 @@ class Preprocessor:
                            "rows (zoo.recipes.score_file, `python -m zoo score`); the fit's report.json holds the "
                            "held-out metrics")
         if spec is None:
+            if history_from:
+                raise ZooError("history_from (earlier logs for histories) is for presets trained on a data spec")
             self.check_path(path)
             refit = prepare(self.dataset, path, protocol=self.state["protocol"], cache_dir=cache_dir, verbose=False,
                             **self.state["options"])
@@ -113,7 +132,8 @@ class Preprocessor:
                 info = {"rows": {held_out: refit.num_rows(held_out)}, "labeled": True, "split": held_out}
                 return dataset, info, (f"{path} under the preset's protocol {self.state['protocol']}: its fit equals "
                                        f"the preset's, so the protocol's {held_out} split is the held-out data")
-        dataset, info = self.read(path, batch_size=batch_size, cache_dir=cache_dir, verbose=verbose)
+        dataset, info = self.read(path, history_from=history_from, batch_size=batch_size, cache_dir=cache_dir,
+                                  verbose=verbose)
         if not info.get("labeled", True):
             raise ZooError(f"{path} has no label column ('{spec['label'].get('column')}'): scoring needs no labels "
                            "(zoo.recipes.score_file, `python -m zoo score`), metrics do")

@@ -123,7 +123,7 @@ class ShardedBuildTest(TestCase):
 
     def test_histories_from_the_log_and_a_time_split(self):
         self.write_shards(lambda i, row: int(row["user_id"][-3:]) % 4)  # shards partitioned by user
-        spec = impression_spec(sequence_length=4)
+        spec = impression_spec(statistics=False, sequence_length=4)
         spec["columns"]["price"] = {"role": "num", "type": "numeric", "log1p": True, "scale": "standardize"}
         for stream in (False, True):
             with self.subTest(stream=stream):
@@ -133,7 +133,7 @@ class ShardedBuildTest(TestCase):
 
     def test_per_user_split_with_three_processes(self):
         self.write_shards(lambda i, row: int(row["user_id"][-3:]) % 4)
-        spec = impression_spec(sequence_length=4, split={"by": "user", "fractions": [0.6, 0.2, 0.2]})
+        spec = impression_spec(statistics=False, sequence_length=4, split={"by": "user", "fractions": [0.6, 0.2, 0.2]})
         for stream in (False, True):
             with self.subTest(stream=stream):
                 self.assert_same_data(spec, processes=3, stream=stream)
@@ -144,7 +144,7 @@ class ShardedBuildTest(TestCase):
         for split in ({"by": "random", "fractions": [0.7, 0.2, 0.1], "seed": 2},
                       {"by": "order", "fractions": [0.7, 0.2, 0.1]}):
             with self.subTest(split=split["by"]):
-                spec = impression_spec(sequence_length=4, split=split)
+                spec = impression_spec(statistics=False, sequence_length=4, split=split)
                 spec["history"]["only"] = {"column": "clicked", "op": "==", "value": 1}
                 self.assert_same_data(spec, processes=3, stream=True)
 
@@ -153,7 +153,7 @@ class ShardedBuildTest(TestCase):
         for split in ({"by": "order", "fractions": [0.7, 0.2, 0.1]},
                       {"by": "random", "fractions": [0.7, 0.2, 0.1], "seed": 3},
                       {"by": "time", "fractions": [0.7, 0.2, 0.1]}):
-            spec = impression_spec(split=split)
+            spec = impression_spec(statistics=False, split=split)
             del spec["history"]
             bucketed = split["by"] != "time"
             spec["columns"]["price"] = ({"role": "ctx", "type": "numeric", "buckets": 5} if bucketed else
@@ -167,7 +167,7 @@ class ShardedBuildTest(TestCase):
 
     def test_sampled_negatives_take_every_process_item_attributes(self):
         self.write_shards(lambda i, row: int(row["user_id"][-3:]) % 4)
-        spec = impression_spec(sequence_length=4)
+        spec = impression_spec(statistics=False, feedback=False, sequence_length=4)
         spec["label"] = {"events": True, "negatives": 2, "seed": 0}
         whole = self.build(spec)
         parts = in_process_group(2, lambda group: self.build(spec, group))
@@ -197,7 +197,7 @@ class ShardedBuildTest(TestCase):
 
     def test_sampled_negatives_in_file_order_streaming_as_in_memory(self):
         self.write_shards(lambda i, row: i % 4)
-        spec = impression_spec(split={"by": "random", "fractions": [0.7, 0.2, 0.1], "seed": 5})
+        spec = impression_spec(statistics=False, split={"by": "random", "fractions": [0.7, 0.2, 0.1], "seed": 5})
         del spec["history"]
         spec["label"] = {"events": True, "negatives": 2, "seed": 0}
         parts = in_process_group(3, lambda group: self.build(spec, group, name="memory"))
@@ -214,7 +214,7 @@ class ShardedBuildTest(TestCase):
         self.write_shards(lambda i, row: i % 4)
         with self.assertRaisesRegex(ZooError, "^user 'user-0\\d\\d' has rows in the shards of processes 0 and 1 "
                                               "\\(\\d+ user\\(s\\) span processes\\): a history built from the log"):
-            in_process_group(2, lambda group: self.build(impression_spec(), group))
+            in_process_group(2, lambda group: self.build(impression_spec(statistics=False), group))
 
     def test_a_bad_shard_stops_every_process_with_its_error(self):
         self.write_shards(lambda i, row: int(row["user_id"][-3:]) % 4)
@@ -224,9 +224,9 @@ class ShardedBuildTest(TestCase):
         lines[2] = lines[2].replace(lines[2].split(",")[0], "maybe", 1)
         with open(path, "w") as f:
             f.writelines(lines)
-        table = impression_spec(split={"by": "random", "fractions": [0.8, 0.1, 0.1], "seed": 0})
+        table = impression_spec(statistics=False, split={"by": "random", "fractions": [0.8, 0.1, 0.1], "seed": 0})
         del table["history"]
-        for spec, stream in ((impression_spec(), False), (table, True)):  # in memory; streaming (its read 1)
+        for spec, stream in ((impression_spec(statistics=False), False), (table, True)):  # in memory; streaming (its read 1)
             errors = []
 
             def build(group):

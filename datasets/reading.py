@@ -105,7 +105,7 @@ class Repairs:
             self.error(line, f"column '{column}' should be a number, found {text[:40]!r}")
         return value
 
-    def finish(self, rows):
+    def finish(self, rows, context=False):
         """Closes the account with the `rows` data rows the reader keeps (unchanged or repaired).
 
         Checks rows read = rows kept + rows repaired + rows dropped (a mismatch is a bug in the reader,
@@ -118,7 +118,7 @@ class Repairs:
                 f"{self.path}: the row account does not add up: read {self.read} != {kept} kept + "
                 f"{self.repaired} repaired + {self.dropped} dropped (a bug in the reader)"
             )
-        if not rows:
+        if not rows and not context:  # (a context file's rows are read for the later rows' features)
             raise ZooError(f"{self.path}: no row is left ({self.summary()})")
         self.kept = kept
         return self

@@ -77,7 +77,7 @@ def is_spec(name):
         isinstance(name, (str, os.PathLike)) and os.fspath(name).lower().endswith(".json"))
 
 
-def _prepare_spec(spec, path, cache_dir, verbose, preprocessing, protocol, options, group=None):
+def _prepare_spec(spec, path, cache_dir, verbose, preprocessing, protocol, options, group=None, history_from=None):
     """The processed data of a user's log under a data spec (fitted), or under a fitted state that
     carries one (scoring mode)."""
     from zoo.datasets import spec_engine, spec_reading
@@ -97,6 +97,12 @@ def _prepare_spec(spec, path, cache_dir, verbose, preprocessing, protocol, optio
         spec = DataSpec.read(spec)
     files = spec_reading.source_files(path, spec.source["format"])
     identity = {"spec": spec.to_dict()}
+    context = [f for earlier in (history_from or []) for f in spec_reading.source_files(earlier, spec.source["format"])]
+    if context:
+        if fitted is None:
+            raise ZooError("history_from (earlier logs for histories) goes with a preset's fitted preprocessing")
+        identity["history_from"] = len(context)
+        files = context + files
     if group is not None and group.size > 1:
         identity["process"] = [group.rank, group.size]  # this process's shards of the files
     if fitted is not None:
@@ -104,13 +110,13 @@ def _prepare_spec(spec, path, cache_dir, verbose, preprocessing, protocol, optio
     key = storage.cache_key(files, "spec", "spec", identity)
     directory = storage.cached(
         cache_dir or storage.default_cache_dir(), "spec", "spec", key,
-        lambda out: spec_engine.build(spec, files, out, verbose, fitted=fitted, group=group),
+        lambda out: spec_engine.build(spec, files, out, verbose, fitted=fitted, group=group, context_files=len(context)),
     )
     return storage.open_processed(directory)
 
 
 def prepare(name, path, *, protocol=None, cache_dir=None, verbose="auto", preprocessing=None, process_group=None,
-            **options):
+            history_from=None, **options):
     """The processed data set (read from the cache, or built and cached): a storage.Table/Events.
 
     `name` is a data set's name (`names()`) or a data spec (zoo.datasets.spec: a dict, a DataSpec or a
@@ -118,10 +124,14 @@ def prepare(name, path, *, protocol=None, cache_dir=None, verbose="auto", prepro
     or folder such as a preset's: see zoo.datasets.fitted), the fit is applied instead of made: scoring
     mode, one split "all" (a state fitted from a data spec carries its spec: `name` may then be None).
     `process_group` (zoo.datasets.ProcessGroup): with a data spec, this process's shards only, under the fit
-    made over every process's rows (zoo.datasets.spec_engine.build)."""
+    made over every process's rows (zoo.datasets.spec_engine.build). `history_from` (scoring mode of a
+    spec's fit): earlier logs (files, globs or folders) whose rows build the histories and running
+    statistics of the rows of `path` and are not scored themselves."""
     state = None if preprocessing is None else read_preprocessing(preprocessing)
     if (name is None and state is not None and "spec" in state) or (name is not None and is_spec(name)):
-        return _prepare_spec(name, path, cache_dir, verbose, state, protocol, options, process_group)
+        return _prepare_spec(name, path, cache_dir, verbose, state, protocol, options, process_group, history_from)
+    if history_from:
+        raise ZooError("history_from (earlier logs for histories) is for presets fitted on a data spec")
     if name is None and state is not None:
         name = state["dataset"]  # a reader's fit names its data set
     if name is None:

@@ -50,14 +50,27 @@ Sections (every key is checked: an unknown one is refused by name, with the clos
 - `history`: `{"from": "log", "fields": [...], "only": rule, "min_length": 0}`: each row's history is its
   user's rows strictly earlier in time (all rows, or those where the `only` rule holds), carrying the
   listed features (cand or hist columns) and their times; rows with fewer than `min_length` earlier
-  rows make no sample (counted). `{"from": "columns"}`: the list columns are the history. Omitted: no
-  history.
+  rows make no sample (counted). `"feedback": true` adds `hist_feedback`, each earlier row's label (ids 1
+  negative, 2 positive, 3 unknown: a scored file without labels), so a model reads what the user did with
+  what they were shown, not only what they were shown. `{"from": "columns"}`: the list columns are the
+  history. Omitted: no history.
 - `sequence_length` L (histories keep the newest L; a longer list is truncated, counted),
   `embedding_dim` per field.
 - `split`: `{"by": "time", "fractions": [...]}` (time cut points at those shares of the rows; ties in
   time share a split), `{"by": "date", "validation": "YYYY-MM-DD", "test": "YYYY-MM-DD"}` (UTC days),
   `{"by": "random", "fractions": [...], "seed": s}`, `{"by": "user", "fractions": [...]}` (per user, in
   time order, as ReST) or `{"by": "order", "fractions": [...]}` (file order).
+- `statistics`: `{"keys": [columns], "prior_rows": 10, "buckets": 20}`: per key, three features of each
+  row, `<key>_seen` = log1p(earlier rows), `<key>_positives` = log1p(earlier positives) and `<key>_rate` =
+  (positives + a p) / (rows + a) (a = prior_rows, p = the training rate): numerics `num_...` standardised
+  on the training rows, or, for a cand column's key (the item), `cand_...` ids of `buckets`
+  equal-frequency buckets fitted on the training rows, so that each of M candidates carries its own. "Earlier" is strictly earlier in time: no row sees its own label or
+  a later one. The `user` key counts the rows of its history (so it needs `history.feedback`; with
+  `history.only` it counts those rows): while fitting, at scoring time (the scored file's rows, and
+  `--history-from` files) and in the raw signature (the request's history entries) alike. Any other key
+  (a categorical user, cand or ctx column: the item, a category, a shop) counts the fitted log's rows
+  while fitting; at scoring time and in the raw signature it reads the fitted table, the counts over the
+  whole fitted log per value (a value it never saw: 0 rows). Built in memory, by one process.
 - `notes`: texts for people (`spec draft` writes what it guessed and why there); the engine ignores them.
 """
 
@@ -79,16 +92,18 @@ OPS = ("==", "!=", ">=", ">", "<=", "<", "in")
 TIME_FORMATS = ("unix_s", "unix_ms", "iso8601")
 DERIVED = ("hour", "weekday")
 SPLITS = ("time", "date", "random", "user", "order")
+STATISTICS = ("seen", "positives", "rate")  # per key: earlier rows, earlier positives, smoothed rate
 
 _KEYS = {
     "": ("format", "version", "source", "label", "time", "user", "item", "columns", "history", "sequence_length",
-         "embedding_dim", "split", "notes"),
+         "embedding_dim", "split", "statistics", "notes"),
     "source": ("format", "delimiter", "quote", "header", "column_names"),
     "label": ("column", "op", "value", "events", "negatives", "seed"),
     "time": ("column", "format", "utc_offset_hours", "derive", "on_error"),
     "column": ("role", "feature", "type", "min_count", "max_size", "hash_buckets", "log1p", "fill", "scale",
                "buckets", "bars", "separator", "embedding_dim", "allow_label_column"),
-    "history": ("from", "fields", "only", "min_length"),
+    "history": ("from", "fields", "only", "min_length", "feedback"),
+    "statistics": ("keys", "prior_rows", "buckets"),
     "rule": ("column", "op", "value"),
     "split": ("by", "fractions", "seed", "validation", "test"),
 }
@@ -180,6 +195,7 @@ class DataSpec:
         self.sequence_length = _positive_int(spec.get("sequence_length", 50), "'sequence_length'",
                                              budget="sequence_length")
         self.split = self._split(spec.get("split", {"by": "time", "fractions": [0.8, 0.1, 0.1]}))
+        self.statistics = self._statistics(spec.get("statistics"))
         self.notes = spec.get("notes", {})
         if not isinstance(self.notes, dict) or not all(isinstance(v, str) for v in self.notes.values()):
             raise ZooError("spec 'notes': should be an object of texts (what `spec draft` guessed, and why)")
@@ -215,6 +231,7 @@ class DataSpec:
             "columns": {name: dict(options) for name, options in self.columns.items()},
             "history": None if self.history is None else dict(self.history),
             "sequence_length": self.sequence_length, "embedding_dim": self.embedding_dim, "split": dict(self.split),
+            "statistics": None if self.statistics is None else dict(self.statistics, keys=list(self.statistics["keys"])),
             "notes": dict(self.notes),
         }
 
@@ -243,6 +260,23 @@ class DataSpec:
 
     def history_from_log(self):
         return self.history is not None and self.history["from"] == "log"
+
+    def feedback(self):
+        """Whether each history entry carries its row's label (`hist_feedback`: 1 negative, 2 positive, 3 unknown)."""
+        return self.history_from_log() and self.history.get("feedback", False)
+
+    def statistics_features(self):
+        """[(key column, group, [feature names: seen, positives, rate])] of the `statistics` section, in order:
+        group "cand" (bucket ids, one per candidate) for a cand column's key, else "num"."""
+        if self.statistics is None:
+            return []
+        out = []
+        for key in self.statistics["keys"]:
+            options = self.columns.get(key)
+            base = options["feature"] if options else feature_name(key)
+            group = "cand" if options and options["role"] == "cand" and key != self.user else "num"
+            out.append((key, group, [f"{base}_{kind}" for kind in STATISTICS]))
+        return out
 
     # ------------------------------------------------------------------ sections
     @staticmethod
@@ -428,7 +462,7 @@ class DataSpec:
             lists = [n for n, o in self.columns.items() if o["type"] == "list"]
             if not lists:
                 raise ZooError("spec 'history': from columns needs at least one list column (role hist, type list)")
-            for key in ("fields", "only", "min_length"):
+            for key in ("fields", "only", "min_length", "feedback"):
                 if key in history:
                     raise ZooError(f"spec 'history.{key}': goes with from: log")
             return {"from": "columns"}
@@ -452,8 +486,45 @@ class DataSpec:
         min_length = history.get("min_length", 0)
         if not isinstance(min_length, int) or isinstance(min_length, bool) or min_length < 0:
             raise ZooError(f"spec 'history.min_length': should be an integer >= 0, found {min_length!r}")
+        feedback = history.get("feedback", False)
+        if not isinstance(feedback, bool):
+            raise ZooError(f"spec 'history.feedback': should be true or false, found {feedback!r}")
+        if feedback and self.label.get("column") is None:
+            raise ZooError("spec 'history.feedback': needs a label column (events with sampled negatives have none)")
+        if feedback and "feedback" in fields:
+            raise ZooError("spec 'history.feedback': hist_feedback would also be the field 'feedback' of a column")
         return {"from": "log", "fields": list(fields), "only": None if only is None else self._rule(only, "'history.only'"),
-                "min_length": min_length}
+                "min_length": min_length, "feedback": feedback}
+
+    def _statistics(self, statistics):
+        """{"keys": [columns], "prior_rows": a}: running counts per key (see the module docstring)."""
+        if statistics is None:
+            return None
+        _refuse_unknown("statistics", statistics, "'statistics'")
+        keys = statistics.get("keys")
+        if not isinstance(keys, list) or not keys or not all(isinstance(k, str) for k in keys) or len(set(keys)) < len(keys):
+            raise ZooError(f"spec 'statistics.keys': should list distinct column names, found {keys!r}")
+        if self.label.get("column") is None:
+            raise ZooError("spec 'statistics': running positives need a label column (not events with sampled negatives)")
+        if self.time is None:
+            raise ZooError("spec 'statistics': running counts need a 'time' column (strictly earlier rows)")
+        for key in keys:
+            where = f"spec 'statistics.keys': '{key}'"
+            if key == self.user:
+                if not self.feedback():
+                    raise ZooError(f"{where} is the user: its counts are read from the history, which needs "
+                                   "\"history\": {\"from\": \"log\", ..., \"feedback\": true}")
+                continue
+            options = self.columns.get(key)
+            if options is None or options["type"] != "categorical" or options["role"] not in ("user", "cand", "ctx"):
+                raise ZooError(f"{where} should be the user or a categorical user, cand or ctx column of 'columns'")
+            if key == self.label.get("column"):
+                raise ZooError(f"{where} is the label's column")
+        prior_rows = statistics.get("prior_rows", 10)
+        if not isinstance(prior_rows, (int, float)) or isinstance(prior_rows, bool) or not 0 < prior_rows <= 1e6:
+            raise ZooError(f"spec 'statistics.prior_rows': should be a number in (0, 1e6], found {prior_rows!r}")
+        buckets = _positive_int(statistics.get("buckets", 20), "'statistics.buckets'", budget="buckets")
+        return {"keys": list(keys), "prior_rows": prior_rows, "buckets": buckets}
 
     @staticmethod
     def _split(split):
@@ -502,6 +573,11 @@ class DataSpec:
             for name in self.time["derive"]:
                 if any(o["role"] == "ctx" and o["feature"] == name for o in self.columns.values()):
                     raise ZooError(f"spec 'time.derive': ctx_{name} is also a column's feature")
+        made = {f"{o['role']}_{o['feature']}" for o in self.columns.values()}
+        for key, group, names in self.statistics_features():
+            taken = made.intersection(f"{group}_{name}" for name in names)
+            if taken:
+                raise ZooError(f"spec 'statistics.keys': {taken.pop()} of '{key}' is also a column's feature")
         hist = {o["feature"] for o in self.columns.values() if o["role"] == "hist"}
         if self.history_from_log():
             missing = hist - set(self.history["fields"])

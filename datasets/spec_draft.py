@@ -7,7 +7,9 @@ range of unix seconds or milliseconds), the label (0/1 values under a name like 
 categorical column's role (user when it is constant per user, cand when constant per item, else ctx).
 Every guess is written into the spec's `notes` ("guess: ...", with the evidence); what the flags gave
 is noted "given". With --label, --time, --user and --item the draft trains as it is: the history is
-the user's earlier rows carrying the item and its attributes, split by time 80/10/10.
+the user's earlier rows carrying the item, its attributes and the row's label (feedback), running
+statistics (earlier rows, positives, rate) of the user and of the item are features, split by time
+80/10/10.
 """
 
 import numpy as np
@@ -302,12 +304,18 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
     if user is not None and time is not None and item is not None and not lists:
         fields = [feature_name(item)] + [feature_name(n) for n, o in columns.items()
                                          if o["role"] == "cand" and n != item and "hash_buckets" not in o]
-        spec["history"] = {"from": "log", "fields": fields}
+        spec["history"] = {"from": "log", "fields": fields, "feedback": label is not None}
         notes["history"] = ("the user's strictly earlier rows carry " + ", ".join(fields)
-                            + ("; only the clicked ones? add \"only\": {\"column\": \"%s\", \"op\": \"==\", \"value\": 1}"
-                               % label if label and "op" not in spec["label"] else ""))
+                            + (" and their label (hist_feedback: what the user did with what they were shown)"
+                               if label is not None else ""))
     elif lists:
         spec["history"] = {"from": "columns"}
+    keys = [key for key in (user if spec.get("history", {}).get("feedback") else None, item)
+            if key is not None and label is not None and time is not None]
+    if keys:
+        spec["statistics"] = {"keys": keys}
+        notes["statistics"] = ("running counts per " + " and per ".join(keys) + ": earlier rows, earlier positives and "
+                               "a smoothed rate, from rows strictly earlier in time (num_<key>_seen/_positives/_rate)")
     spec["sequence_length"] = sequence_length
     spec["split"] = {"by": "time", "fractions": [0.8, 0.1, 0.1]} if time else {
         "by": "random", "fractions": [0.8, 0.1, 0.1], "seed": 0}

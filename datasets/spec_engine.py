@@ -47,7 +47,8 @@ def stream_bytes():
     return int(os.environ.get("ZOO_STREAM_BYTES", 2**30))
 
 
-def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "spec", {}), group=None, stream=None):
+def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "spec", {}), group=None, stream=None,
+          context_files=0):
     """Reads `files` under `spec` (a DataSpec, dict or file), fits (or applies `fitted`) and writes the
     processed data set into `out_dir`; returns its info. `origin`: (data set, protocol, options) recorded in
     the fitted state (a paper reader that builds through the engine names itself there).
@@ -59,13 +60,25 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
     `group` (a zoo.datasets.ProcessGroup of several processes): this process reads only its shards of
     `files` (`group.shards`) and writes only their samples, under the fit made over every process's
     training rows (the same preprocessing.json on each). Every process's samples together are the
-    single-process build's, but for sampled negatives (each process draws its own stream)."""
+    single-process build's, but for sampled negatives (each process draws its own stream).
+
+    `context_files` (scoring mode): the first that many of `files` are earlier logs read for histories and
+    running statistics only (`--history-from`): their rows make no sample (counted), so each scored row's
+    features are those of the concatenated log, restricted to the scored rows."""
     spec = DataSpec.read(spec if fitted is None else fitted["spec"])
     group = group or ProcessGroup()
     from zoo.datasets import spec_streaming
 
     if stream is None:  # (every process of a group decides alike: a process's share of all the files)
         stream = sum(os.path.getsize(path) for path in files) / group.size > stream_bytes()
+    if spec.statistics is not None and (stream or group.size > 1):
+        raise ZooError("spec 'statistics': running statistics are built in memory by one process; these files "
+                       f"exceed ZOO_STREAM_BYTES ({stream_bytes():,} bytes) or run under a process group: raise "
+                       "ZOO_STREAM_BYTES or leave 'statistics' out" if stream else
+                       "spec 'statistics': running statistics are built in memory by one process, not a process group")
+    if context_files and (fitted is None or stream):
+        raise ZooError("history-only files (--history-from) go with a fitted preprocessing, built in memory"
+                       + ("" if fitted is None else f" (these files exceed ZOO_STREAM_BYTES, {stream_bytes():,} bytes)"))
     if stream:
         return spec_streaming.build(spec, files, out_dir, verbose, fitted, origin, group)
     files, numbers = shards(group, files, fitted)
@@ -77,7 +90,9 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
         return data, accounts
 
     data, accounts = agreed(group, read)
-    return _Build(spec, data, accounts, out_dir, fitted, verbose, origin, group, numbers).run()
+    maker = _Build(spec, data, accounts, out_dir, fitted, verbose, origin, group, numbers)
+    maker.context_files = context_files
+    return maker.run()
 
 
 def no_row_left(files, accounts):
@@ -118,11 +133,12 @@ def agreed(group, work):
 KEYS = ("label", "time", "line", "file", "rule")  # the per-row parts beside the columns
 
 
-def _file_parts(spec, index, path, scoring, repairs, only=None, block_bytes=None):
+def _file_parts(spec, index, path, scoring, repairs, only=None, block_bytes=None, label_text=False):
     """Yields one part per chunk of the file `index` (`path`): {"label", "time", "line", "file", "rule":
     [kept rows] (None when the spec has none), "text"/"numeric"/"list": {column: values}, "labeled"}.
     `only` (column names) reads just those columns, and the label's and the time's (which rows are kept);
-    `block_bytes`: spec_reading.read_chunks'."""
+    `block_bytes`: spec_reading.read_chunks'; `label_text`: the label column's text is kept too (as the
+    file writes it: a raw request's history feedback)."""
     import pyarrow as pa
 
     label_column = spec.label.get("column")
@@ -150,7 +166,7 @@ def _file_parts(spec, index, path, scoring, repairs, only=None, block_bytes=None
             part["rule"] = spec_reading.rule_holds(chunk, spec.history["only"])[keep]
         kept_all = bool(keep.all())
         rows = None if kept_all else pa.array(np.flatnonzero(keep))
-        for name in {spec.user, spec.item} | set(spec.columns):
+        for name in {spec.user, spec.item, label_column if label_text and labeled else None} | set(spec.columns):
             if name is None or only is not None and name not in only:
                 continue
             kind = spec.columns.get(name, {}).get("type", "categorical")
@@ -187,14 +203,14 @@ def _join(parts):
     return data
 
 
-def _read(spec, files, scoring):
+def _read(spec, files, scoring, label_text=False):
     """({column or part: concatenated array}, {file: Repairs}) of every kept row, in file order. The files
     (shards) are read in parallel threads (pyarrow parses without the GIL), and joined in name order."""
     import concurrent.futures
 
     def read_file(index, path):
         repairs = Repairs(path)
-        return list(_file_parts(spec, index, path, scoring, repairs)), repairs
+        return list(_file_parts(spec, index, path, scoring, repairs, label_text=label_text)), repairs
 
     workers = max(1, min(len(files), os.cpu_count() or 1))
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
@@ -227,6 +243,7 @@ class _Build:
         self.unknown, self._unknown_values = {}, {}
         self.labeled = True
         self.rngs, self.last_seen = {}, None  # sampled negatives: a stream per split; (streaming) attributes
+        self.context_files, self.context_rows = 0, None  # history-only files (scoring mode); their rows per file
         if data is not None:
             self.load(data)
 
@@ -374,7 +391,8 @@ class _Build:
         """{column: ids [n] int32 or values [n] float32}, and for list columns (tokens ids, lengths)."""
         out = {}
         columns = self.spec.columns
-        keep_text = {self.spec.user} if self.spec.user else set()
+        keep_text = {self.spec.user, self.spec.item} - {None} | set(self.spec.statistics["keys"]
+                                                                    if self.spec.statistics else [])
         for name, options in columns.items():
             if options["type"] == "categorical":
                 out[name] = self._categorical(name, options, self.data["text"][name], train)
@@ -501,6 +519,7 @@ class _Build:
         features = self._features(encoded)
         keep = np.ones(self.rows, bool)
         store = None
+        start = end = None
         if spec.history_from_log():
             store, start, end = self._log_history(encoded)
             if self.fitted is None and spec.history["min_length"]:
@@ -508,9 +527,15 @@ class _Build:
             features.update(start=start, end=end, user=self.user_code, cand_time=data["time"])
         elif spec.history is not None:
             features.update(self._list_history(encoded))
+        features.update(self._statistics(store, start, end, train))
         features["labels"] = data["label"]
         features["line"] = data["line"]
+        features.update(self._raw_keys())
         dropped = np.bincount(data["file"][~keep], minlength=len(self.accounts))
+        if self.context_files:  # rows of history-only files: features of later rows, no sample of their own
+            context = keep & (data["file"] < self.context_files)
+            self.context_rows = np.bincount(data["file"][context], minlength=len(self.accounts))
+            keep &= ~context
         self.repaired &= keep  # a repaired row that makes no sample counts as dropped only
         names = ("all",) if self.fitted is not None else storage.SPLITS
         samples = {}
@@ -530,6 +555,9 @@ class _Build:
         columns = {o["feature"]: n for n, o in spec.columns.items() if o["role"] in ("cand", "hist")}
         store = {f"hist_{field}": encoded[columns[field]][event_rows] for field in spec.history["fields"]}
         store["hist_time"] = data["time"][event_rows]
+        if spec.feedback():  # 1 negative, 2 positive; 3 unknown (a scored file without labels)
+            feedback = (1 + data["label"]).astype(np.int32) if self.labeled else np.full(self.rows, 3, np.int32)
+            store["hist_feedback"] = feedback[event_rows]
         earliest = int(data["time"].min())
         if int(data["time"].max()) - earliest >= 2**TIME_BITS or self.user_code.max() >= 2 ** (62 - TIME_BITS):
             raise ZooError("the log spans more than 544 years or 2**28 users: too large for one sort key")
@@ -538,6 +566,85 @@ class _Build:
         start = np.searchsorted(event_key, self.user_code << TIME_BITS, side="left")
         end = np.searchsorted(event_key, key, side="left")  # strictly earlier: same-time events excluded
         return store, start.astype(np.int64), end.astype(np.int64)
+
+    def _raw_keys(self):
+        """{"raw_user", "raw_item": [n] int64}: a stable 64-bit hash of each row's user and item as the file
+        writes them (the same in every read, unlike the fitted ids that map every unseen key to OOV), kept
+        beside the samples for the baselines (zoo.recipes.baselines)."""
+        import hashlib
+
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        out = {}
+        for name, column in (("raw_user", self.spec.user), ("raw_item", self.spec.item)):
+            text = self.data["text"].get(column) if column else None
+            if text is None:
+                continue
+            encoded = pc.dictionary_encode(text.combine_chunks() if isinstance(text, pa.ChunkedArray) else text)
+            hashed = np.array([int.from_bytes(hashlib.blake2b(v.encode(), digest_size=8).digest(), "little", signed=True)
+                               for v in encoded.dictionary.to_pylist()], np.int64)
+            out[name] = hashed[np.asarray(encoded.indices)] if len(hashed) else np.zeros(len(encoded), np.int64)
+        return out
+
+    def _statistics(self, store, start, end, train):
+        """{num key: [n] float32} of the spec's running statistics (zoo.datasets.statistics): the user's from
+        its history's entries (store[start:end]), another key's from the rows of the log strictly earlier
+        (fitting) or from the fitted table (scoring)."""
+        from zoo.datasets import statistics
+
+        spec, data, out = self.spec, self.data, {}
+        if spec.statistics is None:
+            return out
+        if self.fitted is None:
+            self.states["statistics"] = {"kind": "statistics", "prior": float(data["label"][train].mean())}
+        prior = self.states["statistics"]["prior"]
+        for key, group, names in spec.statistics_features():
+            name = f"statistics:{key}"
+            if key == spec.user:
+                positive = np.r_[0, np.cumsum(store["hist_feedback"] == 2)]
+                seen, positives = (end - start).astype(np.float64), (positive[end] - positive[start]).astype(np.float64)
+            else:
+                seen, positives = self._key_counts(key, name)
+            values = statistics.raw_values(seen, positives, prior, spec.statistics["prior_rows"])
+            if self.fitted is None:
+                self.states[name] = dict(self.states.get(name, {"kind": "statistics", "key": key}),
+                                         **statistics.fit(values, train, spec.statistics["buckets"] if group == "cand"
+                                                          else None))
+            scaled = statistics.transformed(values, self.states[name])
+            for index, feature in enumerate(names):
+                out[f"{group}_{feature}"] = scaled[:, index]
+        return out
+
+    def _key_counts(self, key, name):
+        """(rows, positives) [n] of a non-user key: strictly earlier rows of the log (fitting; the table of the
+        whole log's counts is kept in the state) or the fitted table's counts (scoring)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        from zoo.datasets import statistics
+
+        data = self.data
+        text = data["text"][key]
+        text = text.combine_chunks() if isinstance(text, pa.ChunkedArray) else text
+        if self.fitted is None:
+            encoded = pc.dictionary_encode(text)
+            codes = np.asarray(encoded.indices)
+            values = encoded.dictionary.to_pylist()
+            if len(values) > 1 << 24:
+                raise ZooError(f"spec 'statistics.keys': '{key}' holds {len(values):,} distinct values, past the "
+                               f"budget of {1 << 24:,} (a table of counts per value)")
+            counts = np.bincount(codes, minlength=len(values))
+            positives = np.bincount(codes, weights=data["label"].astype(np.float64), minlength=len(values))
+            self.states[name] = {"kind": "statistics", "key": key, "values": values,
+                                 "rows": [int(c) for c in counts], "positives": [int(p) for p in positives]}
+            return statistics.earlier_counts(codes, data["time"], data["label"])
+        state = self.states[name]
+        index = np.asarray(pc.index_in(text, pa.array(state["values"], pa.string())).fill_null(-1))
+        known = index >= 0
+        rows = np.where(known, np.asarray(state["rows"], np.float64)[np.where(known, index, 0)], 0.0)
+        positives = np.where(known, np.asarray(state["positives"], np.float64)[np.where(known, index, 0)], 0.0)
+        return rows, positives
 
     def _list_history(self, encoded):
         """{hist key: [n, L] ids}: each list's newest L tokens, left-padded with 0 (newest last)."""
@@ -575,7 +682,7 @@ class _Build:
         drawn = rng.integers(1, known, size=(positive.size, k))  # 1..known-1, then skip the positive's id
         drawn = np.where(drawn >= positive[:, None], drawn + 1, drawn).astype(np.int32)
         width = k + 1
-        out = {key: np.repeat(values, width, axis=0) for key, values in part.items()}
+        out = {key: np.repeat(values, width, axis=0) for key, values in part.items() if key != "raw_item"}
         out[item_key] = np.concatenate([positive[:, None], drawn], axis=1).reshape(-1)
         others = [name for name, options in spec.columns.items() if options["role"] == "cand" and name != item]
         last_seen = self.last_seen if self.last_seen is not None else self._last_seen(
@@ -620,6 +727,8 @@ class _Build:
                 name = by_feature.get(("cand", field)) or by_feature[("hist", field)]
                 vocabulary, hashed = size(name)
                 features.append(Feature(field, "hist", vocabulary, spec.columns[name]["embedding_dim"], hashed))
+        if spec.feedback():
+            features.append(Feature("feedback", "hist", 4, spec.embedding_dim))  # 1 no, 2 yes, 3 unknown
         for name, options in spec.columns.items():
             if options["type"] == "list":
                 vocabulary, hashed = size(name)
@@ -638,6 +747,11 @@ class _Build:
             if role == "ctx" and spec.time is not None:
                 for name in spec.time["derive"]:
                     features.append(Feature(name, "ctx", DERIVED_SIZES[name], spec.embedding_dim))
+        for key, group, names in spec.statistics_features():
+            state = self.states[f"statistics:{key}"]
+            features.extend(Feature(name, "num") if group == "num" else
+                            Feature(name, "cand", len(edges) + 2, spec.embedding_dim)
+                            for name, edges in zip(names, state.get("edges", [None] * len(names))))
         return Schema(features=features, sequence_length=spec.sequence_length if any(
             f.group == "hist" for f in features) else 0, time=spec.history_from_log())
 
@@ -657,10 +771,14 @@ class _Build:
             repairs.repaired += int(repaired[index])
             repairs.drop(f"made no sample for {{n}} row(s) with fewer than {spec.history and spec.history.get('min_length')} "
                          "earlier row(s) of their user", int(dropped[index]))
+            if self.context_rows is not None:
+                repairs.drop("read {n} row(s) for histories and statistics only (an earlier log: not scored)",
+                             int(self.context_rows[index]))
             for name, unknown in self.unknown.items():
                 repairs.note(f"mapped the '{name}' of {{n}} row(s) to the OOV id (unknown to the fitted preprocessing)",
                              unknown["rows"])
-            repairs.finish(int(rows[index]) - int(dropped[index]))
+            context = 0 if self.context_rows is None else int(self.context_rows[index])
+            repairs.finish(int(rows[index]) - int(dropped[index]) - context, context=index < self.context_files)
             if self.verbose is not False:
                 repairs.report()
         negatives = spec.label.get("negatives", 0) if self.fitted is None else 0

@@ -87,6 +87,108 @@ class ImpressionLogTest(TestCase):
         self.assertIn('Item 0, size 0, "deluxe"', state["fitted"]["title"]["tokens"] + ["Item 0, size 0, \"deluxe\""])
         self.assertTrue(any(", size" in t for t in state["fitted"]["title"]["tokens"]))
 
+    def test_feedback_and_running_statistics_read_strictly_earlier_rows_only(self):
+        processed = self.prepare()
+        state = processed.preprocessing()["fitted"]
+        times = np.array([seconds(r["ts"]) for r in self.rows])
+        users = np.array([r["user_id"] for r in self.rows])
+        items = np.array([r["item_id"] for r in self.rows])
+        clicked = np.array([float(r["clicked"]) for r in self.rows])
+        train = times < np.sort(times)[int(240 * 0.8)]
+        prior = clicked[train].mean()
+        self.assertAlmostEqual(state["statistics"]["prior"], prior)
+
+        def raw(keys):  # (rows, positives, rate) of each row's key strictly earlier in time, row by row
+            out = np.zeros((240, 3))
+            for i in range(240):
+                earlier = (keys == keys[i]) & (times < times[i])
+                out[i] = earlier.sum(), clicked[earlier].sum(), (clicked[earlier].sum() + 10 * prior) / (earlier.sum() + 10)
+            return out
+
+        user, item = raw(users), raw(items)
+        logged = np.column_stack([np.log1p(user[:, :2]), user[:, 2]])
+        mean, std = logged[train].mean(0), logged[train].std(0)
+        edges = [np.unique(np.quantile(item[train, j], np.arange(1, 20) / 20)) for j in range(3)]
+        for split in ("train", "validation", "test"):
+            features, _, lines = everything(processed, split)
+            index = lines - 2
+            for j, kind in enumerate(("seen", "positives", "rate")):
+                np.testing.assert_allclose(features[f"num_user_id_{kind}"], (logged[index, j] - mean[j]) / std[j],
+                                           rtol=1e-5, atol=1e-6, err_msg=kind)
+                np.testing.assert_array_equal(features[f"cand_item_id_{kind}"][:, 0],
+                                              1 + np.searchsorted(edges[j], item[index, j], side="right"), kind)
+            for k, i in enumerate(index):  # each history entry's feedback is its earlier row's label
+                earlier = np.flatnonzero((users == users[i]) & (times < times[i]))
+                earlier = earlier[np.argsort(times[earlier], kind="stable")][-4:]
+                self.assertEqual(list(features["hist_feedback"][k][4 - len(earlier):]), list(1 + clicked[earlier]))
+                self.assertTrue(np.all(features["hist_feedback"][k][: 4 - len(earlier)] == 0))
+        # a test row's label reaches no feature of a row at or before its time, and the table holds every row
+        flipped = int(np.flatnonzero(~train)[len(np.flatnonzero(~train)) // 2])
+        with open(self.path) as f:
+            lines_of_file = f.read().splitlines(keepends=True)
+        row = lines_of_file[flipped + 1]
+        lines_of_file[flipped + 1] = ("1" if row[0] == "0" else "0") + row[1:]
+        other_path = os.path.join(self.folder, "flipped.csv")
+        with open(other_path, "w") as f:
+            f.write("".join(lines_of_file))
+        other = self.prepare(path=other_path)
+        changed = 0
+        for split in ("train", "validation", "test"):
+            a, _, lines = everything(processed, split)
+            b, _, _ = everything(other, split)
+            before = times[lines - 2] <= times[flipped]
+            for key in a:
+                np.testing.assert_array_equal(a[key][before], b[key][before], err_msg=key)
+                changed += int(np.any(a[key][~before] != b[key][~before]))
+        self.assertGreater(changed, 0)
+        table = state["statistics:item_id"]
+        for token, count, positives in zip(table["values"], table["rows"], table["positives"]):
+            self.assertEqual((count, positives), (int((items == token).sum()), int(clicked[items == token].sum())))
+        # scoring a later file: the item's counts from the table, the user's from the file's earlier rows
+        later = write_impression_log(os.path.join(self.folder, "later.csv"), rows=60, users=12, items=30, seed=3,
+                                     start="2024-03-20T00:00:00Z", days=2, unseen_from=25)
+        scored = self.prepare(None, later, preprocessing=processed.preprocessing())
+        features, _, lines = everything(scored, "all")
+        rows = read_log(later)
+        later_users = np.array([r["user_id"] for r in rows])
+        later_times = np.array([seconds(r["ts"]) for r in rows])
+        for k, i in enumerate(lines - 2):
+            seen = int(((later_users == later_users[i]) & (later_times < later_times[i])).sum())
+            self.assertAlmostEqual(float(features["num_user_id_seen"][k]), (np.log1p(seen) - mean[0]) / std[0], places=5)
+            count = int((items == rows[i]["item_id"]).sum())  # 0 for a new item
+            self.assertEqual(features["cand_item_id_seen"][k, 0], 1 + np.searchsorted(edges[0], count, side="right"))
+
+    def test_history_from_an_earlier_log_equals_scoring_the_concatenated_log(self):
+        fitted = self.prepare().preprocessing()
+        later = write_impression_log(os.path.join(self.folder, "later.csv"), rows=60, users=12, items=30, seed=3,
+                                     start="2024-03-20T00:00:00Z", days=2, unseen_from=25)
+        with open(self.path) as f:
+            earlier_lines = f.read().splitlines(keepends=True)
+        with open(later) as f:
+            later_lines = f.read().splitlines(keepends=True)
+        both = os.path.join(self.folder, "both.csv")
+        with open(both, "w") as f:
+            f.write("".join(earlier_lines + later_lines[1:]))
+        whole = self.prepare(None, both, preprocessing=fitted)
+        scored = self.prepare(None, later, preprocessing=fitted, history_from=[self.path])
+        alone = self.prepare(None, later, preprocessing=fitted)
+        features, labels, lines = everything(scored, "all")
+        reference, reference_labels, reference_lines = everything(whole, "all")
+        offset = len(earlier_lines) - 1  # the later rows' lines in the concatenated file
+        position = {int(line): i for i, line in enumerate(reference_lines)}
+        rows = np.array([position[int(line) + offset] for line in lines])
+        self.assertEqual(len(lines), 60)
+        np.testing.assert_array_equal(labels, reference_labels[rows])
+        for key in features:
+            np.testing.assert_array_equal(features[key], reference[key][rows], err_msg=key)
+        self.assertFalse(np.array_equal(features["hist_item_id"], everything(alone, "all")[0]["hist_item_id"]))
+        account = scored.info["accounting"]["log.csv"]
+        self.assertEqual(account["kinds"]["read {n} row(s) for histories and statistics only (an earlier log: not "
+                                          "scored)"], 240)
+        self.assertEqual((account["read"], account["kept"]), (240, 0))
+        with self.assertRaisesRegex(ZooError, r"^history_from .* goes with a preset's fitted preprocessing$"):
+            self.prepare(None, later, history_from=[self.path])
+
     def test_shards_parquet_and_json_lines_give_the_same_data(self):
         import pyarrow.csv as pcsv
         import pyarrow.parquet as pq

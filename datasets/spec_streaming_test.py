@@ -170,7 +170,7 @@ class StreamingBuildTest(TestCase):
                  ({"by": "order", "fractions": [0.7, 0.2, 0.1]}, only, 0)]
         for split, rule, min_length in cases:
             with self.subTest(split=split["by"]):
-                spec = impression_spec(sequence_length=4, split=split)
+                spec = impression_spec(statistics=False, sequence_length=4, split=split)
                 spec["history"].update(only=rule, min_length=min_length)
                 memory, streamed = self.both(spec, files)
                 first, second = self.assert_same(memory, streamed, exact=False)
@@ -181,7 +181,7 @@ class StreamingBuildTest(TestCase):
     def test_partitions_numbered_densely_and_few(self):
         # users of ~16 rows against partitions of 5 rows (numbers would skip); then at most 3 partition files
         files = [write_impression_log(os.path.join(self.folder, "log.csv"), rows=410, users=25, seed=2)]
-        spec = impression_spec(sequence_length=4)
+        spec = impression_spec(statistics=False, sequence_length=4)
         memory, streamed = self.both(spec, files, part_rows=5)
         self.assert_same(memory, streamed, exact=False)
         self.assertEqual(meta(streamed)["info"]["streamed"]["partitions"], 25)
@@ -192,7 +192,7 @@ class StreamingBuildTest(TestCase):
 
     def test_sampled_negatives_in_file_order_take_every_batch_attributes(self):
         path = write_impression_log(os.path.join(self.folder, "log.csv"), rows=300, users=20, seed=4)
-        spec = impression_spec(split={"by": "random", "fractions": [0.7, 0.2, 0.1], "seed": 1})
+        spec = impression_spec(statistics=False, split={"by": "random", "fractions": [0.7, 0.2, 0.1], "seed": 1})
         del spec["history"]
         spec["label"] = {"events": True, "negatives": 2, "seed": 0}
         memory, streamed = self.both(spec, [path], batch_rows=23)
@@ -224,7 +224,7 @@ class StreamingBuildTest(TestCase):
 
     def test_events_with_sampled_negatives_and_scoring_over_user_partitions(self):
         path = write_impression_log(os.path.join(self.folder, "log.csv"), rows=400, users=30, seed=3)
-        spec = impression_spec(sequence_length=4)
+        spec = impression_spec(statistics=False, feedback=False, sequence_length=4)
         spec["label"] = {"events": True, "negatives": 2, "seed": 0}
         memory, streamed = self.both(spec, [path], part_rows=60)
         self.assert_same(memory, streamed, exact=False)

@@ -41,6 +41,25 @@ class DataSpecValuesTest(TestCase):
         self.assertEqual(BUDGET["negatives"], 100)
         DataSpec(mutated(lambda s: s.update(sequence_length=BUDGET["sequence_length"])))  # the budget itself is allowed
 
+    def test_feedback_and_statistics_are_checked_in_one_line(self):
+        cases = [
+            (lambda s: s["history"].pop("feedback"), r"'statistics.keys': 'user_id' is the user: .*\"feedback\": true"),
+            (lambda s: s["statistics"].update(keys=["device_typo"]), r"'device_typo' should be the user or a categorical"),
+            (lambda s: s["statistics"].update(keys=["price"]), r"'price' should be the user or a categorical"),
+            (lambda s: s["statistics"].update(keys=[]), r"'statistics.keys': should list distinct column names"),
+            (lambda s: s["statistics"].update(prior_rows=0), r"'statistics.prior_rows': should be a number in"),
+            (lambda s: s["statistics"].update(buckets=10**6), r"'statistics.buckets': 1,000,000 is past the budget"),
+            (lambda s: s["history"].update(feedback="yes"), r"'history.feedback': should be true or false"),
+            (lambda s: (s.update(label={"events": True}), s.pop("statistics")),
+             r"'history.feedback': needs a label column"),
+            (lambda s: s["columns"].update(item_id_rate={"role": "cand"}), r"cand_item_id_rate of 'item_id' is also"),
+        ]
+        for change, message in cases:
+            with self.assertRaisesRegex(ZooError, message):
+                DataSpec(mutated(change))
+        self.assertEqual(DataSpec(impression_spec()).statistics_features()[1],
+                         ("item_id", "cand", ["item_id_seen", "item_id_positives", "item_id_rate"]))
+
     def test_a_spec_file_nested_too_deeply_is_one_line(self):
         path = os.path.join(self.get_temp_dir(), "deep.json")
         with open(path, "w") as f:

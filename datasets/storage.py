@@ -170,6 +170,10 @@ class _Processed:
         self.num_rows(split)
         return np.asarray(self._load(f"{split}.{key}")).reshape(-1)
 
+    def has_column(self, split, key):
+        """Whether `split` keeps the array `key` (e.g. a data spec's "raw_user")."""
+        return os.path.isfile(os.path.join(self.directory, f"{split}.{key}.npy"))
+
     def source_lines(self, split):
         """The raw file's line number of each sample of `split`, in sample order (a scoring-mode read's
         split "all", and every split of a data spec's read)."""

@@ -1,6 +1,8 @@
 """zoo.recipes: the papers' training protocols, metrics, reports, scaling-law fits and tuning."""
 
+from zoo.recipes.baselines import baseline_scores
 from zoo.recipes.calibration import calibrate, fit_calibration
+from zoo.recipes.compare import Comparison, compare
 from zoo.recipes.distillation import OnlineDistillation
 from zoo.recipes.distributed import make_distribution
 from zoo.recipes.data_check import check_dataset, check_schema

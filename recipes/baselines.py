@@ -18,6 +18,7 @@ bootstrap of the model's AUC against it (zoo.recipes.metrics.paired_bootstrap).
 
 import numpy as np
 
+from zoo.datasets.statistics import earlier_counts
 from zoo.recipes.metrics import auc, logloss, paired_bootstrap
 
 PRIOR_ROWS = 10.0  # the smoothing's pseudo-rows at the global rate
@@ -25,24 +26,6 @@ PRIOR_ROWS = 10.0  # the smoothing's pseudo-rows at the global rate
 
 def _smoothed(positives, rows, prior):
     return (positives + PRIOR_ROWS * prior) / (rows + PRIOR_ROWS)
-
-
-def _earlier(users, times, labels, scored):
-    """(rows, positives) of each scored row's user strictly before its time, over all the rows given."""
-    order = np.lexsort((times, users))
-    u, t, y = users[order], times[order], labels[order].astype(np.float64)
-    index = np.arange(len(u))
-    new_user = np.r_[True, u[1:] != u[:-1]]
-    new_time = new_user | np.r_[True, t[1:] != t[:-1]]
-    user_start = np.maximum.accumulate(np.where(new_user, index, 0))
-    time_start = np.maximum.accumulate(np.where(new_time, index, 0))  # rows at one time do not see each other
-    before = np.r_[0.0, np.cumsum(y)]  # positives before each position
-    rows = (time_start - user_start).astype(np.float64)
-    positives = before[time_start] - before[user_start]
-    back = np.empty_like(order)
-    back[order] = index
-    at = back[scored]
-    return rows[at], positives[at]
 
 
 def _logistic(x, y, steps=200):
@@ -79,7 +62,7 @@ def baseline_scores(train, rows):
         users = np.concatenate([train["user"], rows["user"]])
         times = np.concatenate([train["time"], rows["time"]])
         both = np.concatenate([np.asarray(train["labels"], np.float64), labels])
-        counts, positives = _earlier(users, times, both, np.arange(len(train["user"]), len(users)))
+        counts, positives = (v[len(train["user"]):] for v in earlier_counts(users, times, both))
         scores["user running rate"] = _smoothed(positives, counts, prior)
         logits.append(scores["user running rate"])
     if len(logits) == 2:
@@ -114,11 +97,15 @@ def summary_line(model_name, result):
 
 def split_arrays(processed, split, user_key=None, item_key=None):
     """The arrays `baseline_scores` reads, of one split of a processed data set (zoo.datasets.prepare):
-    its labels, and the user ids, item ids and candidate times where the schema has those keys."""
+    its labels, and the user and item keys and candidate times where it has them. The keys are the raw
+    values' hashes a data spec's read keeps ("raw_user", "raw_item": every unseen user its own), else the
+    contract's ids `user_key` and `item_key`."""
     arrays = {"labels": processed.column(split, "labels")}
     keys = set(processed.schema.keys())
-    for name, key in (("user", user_key), ("item", item_key), ("time", "cand_time")):
-        if key in keys:
+    for name, raw, key in (("user", "raw_user", user_key), ("item", "raw_item", item_key), ("time", None, "cand_time")):
+        if raw is not None and processed.has_column(split, raw):
+            arrays[name] = processed.column(split, raw)
+        elif key in keys:
             arrays[name] = processed.column(split, key)
     return arrays
 

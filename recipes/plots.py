@@ -321,3 +321,27 @@ def table_auc(rows, path):
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)
+
+
+def leaderboard(board, path):
+    """A comparison (zoo.recipes.compare): each model's mean AUC (± s.d. over seeds) on each set of scored
+    rows, beside the baselines' AUC on the same rows (dashed lines)."""
+    plt = _pyplot()
+    sets = list(board["baselines"])
+    figure, axes = plt.subplots(1, len(sets), figsize=(5 * len(sets), 1.5 + 0.4 * len(board["models"])), squeeze=False)
+    for axis, name in zip(axes[0], sets):
+        models = sorted(board["models"], key=lambda m: m[name]["auc"]["mean"])
+        means = np.array([m[name]["auc"]["mean"] for m in models])
+        errors = np.array([m[name]["auc"]["sd"] or 0.0 for m in models])
+        axis.barh([m["model"] for m in models], means - 0.5, left=0.5, xerr=errors, color="#4c72b0", capsize=3)
+        values = list(means)
+        for k, (base, metrics) in enumerate(sorted(board["baselines"][name].items(), key=lambda item: item[1]["auc"])):
+            if metrics["auc"] > 0.5:
+                axis.axvline(metrics["auc"], linestyle="--", color=f"C{k + 1}", label=f"{base} {metrics['auc']:.4f}")
+                values.append(metrics["auc"])
+        axis.set_xlim(max(0.5, min(values) - 0.01), max(values) + 0.01)
+        axis.set_xlabel(f"{name} AUC (mean ± s.d. over seeds)")
+        axis.legend(fontsize=7, loc="lower right")
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)

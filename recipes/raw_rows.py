@@ -90,36 +90,39 @@ def with_preprocessor(model_or_preset):
     return model, model.preprocessor
 
 
-def score_file(model, path, *, batch_size=1024, verbose=1):
+def score_file(model, path, *, history_from=None, batch_size=1024, verbose=1):
     """Scores every row of the raw file `path` (a file, glob or folder in the training data's format)
     through the preprocessor of `model` (a model that carries one, or a preset folder or name): a
     ScoredRows of scores, file lines, labels (None without a label column) and the reading's info.
-    `verbose`: 1 a progress bar over the rows, 2 one line at the end, 0 nothing."""
-    from zoo import datasets
-
+    `history_from`: earlier logs whose rows build the histories and running statistics of these rows,
+    not scored (Preprocessor.processed). `verbose`: 1 a progress bar over the rows, 2 one line at the
+    end, 0 nothing."""
     model, preprocessor = with_preprocessor(model)
-    preprocessor.check_path(path)
-    processed = datasets.prepare(None, path, preprocessing=preprocessor.state, verbose=False)
+    processed = preprocessor.processed(path, history_from=history_from)
     scores, lines, labels = _scored(model, processed, batch_size, with_labels=True, verbose=verbose)
     order = np.argsort(lines, kind="stable")  # file order
     labeled = processed.info.get("labeled", True)
     return ScoredRows(scores[order], lines[order], labels[order] if labeled else None, processed.info)
 
 
-def evaluate_file(model, path, *, held_out="test", report_path=None, plots_dir=None, batch_size=1024, verbose=1):
+def evaluate_file(model, path, *, held_out="test", history_from=None, report_path=None, plots_dir=None,
+                  batch_size=1024, verbose=1):
     """The metrics report (AUC, LogLoss, GAUC by the preprocessor's user key, calibration;
     zoo.recipes.evaluate) of `model` (a model with a preprocessor, or a preset folder or name) on the
     labelled rows of the raw file `path` (Preprocessor.labelled: every row of a spec preset's file; a
-    reader's own data gives its protocol's `held_out` split). report["data"] says which rows."""
+    reader's own data gives its protocol's `held_out` split; `history_from`: earlier logs for the rows'
+    histories, not scored). report["data"] says which rows."""
     from zoo.recipes.data_check import check_schema
     from zoo.recipes.evaluate import evaluate
 
     model, preprocessor = with_preprocessor(model)
-    dataset, info, what = preprocessor.labelled(path, held_out=held_out, batch_size=batch_size)
+    dataset, info, what = preprocessor.labelled(path, held_out=held_out, history_from=history_from,
+                                                batch_size=batch_size)
     check_schema(model, preprocessor.schema, hint="the preset's preprocessor reads rows for another schema")
     report = evaluate(model, dataset, report_path=None, plots_dir=plots_dir, verbose=verbose,
                       user_key=preprocessor.user_key)
-    report["data"] = {"path": os.fspath(path), "split": info["split"], "rows": what}
+    report["data"] = {"path": os.fspath(path), "split": info["split"], "rows": what,
+                      **({"history_from": [os.fspath(p) for p in history_from]} if history_from else {})}
     if report_path is not None:
         from zoo.recipes.evaluate import write_report
 
@@ -127,8 +130,8 @@ def evaluate_file(model, path, *, held_out="test", report_path=None, plots_dir=N
     return report
 
 
-def calibrate_file(model, path, method="platt", *, keep="if_better", held_out="validation", batch_size=1024,
-                   verbose=1):
+def calibrate_file(model, path, method="platt", *, keep="if_better", held_out="validation", history_from=None,
+                   batch_size=1024, verbose=1):
     """(model, report) of post-hoc calibration (zoo.recipes.calibrate: Platt or temperature scaling) of
     `model` (a model with a preprocessor, or a preset folder or name) fitted on the labelled rows of the
     raw file `path` (held-out rows, not the training file; a reader's own data gives its protocol's
@@ -137,7 +140,8 @@ def calibrate_file(model, path, method="platt", *, keep="if_better", held_out="v
     from zoo.recipes.calibration import calibrate
 
     model, preprocessor = with_preprocessor(model)
-    dataset, info, what = preprocessor.labelled(path, held_out=held_out, batch_size=batch_size)
+    dataset, info, what = preprocessor.labelled(path, held_out=held_out, history_from=history_from,
+                                                batch_size=batch_size)
     calibrated, report = calibrate(model, dataset, method, user_key=preprocessor.user_key, verbose=verbose, keep=keep)
     calibrated.preprocessor = preprocessor
     return calibrated, dict(report, split=info["split"], data=os.fspath(path), rows_used=what)

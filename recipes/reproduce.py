@@ -321,11 +321,15 @@ class Reproduction:
         keras.utils.set_random_seed(seed)  # before the model: its initial weights depend on the seed only
         hp = {**model_overrides(recipe, entry.cls), **self._hyperparameters(row, entry.cls)}
         model = zoo.get(row.model, schema=schema.with_candidates(1), **hp)
+        fitting = time.time()
         history = fit(model, train, val, recipe=recipe, verbose=0, jit_compile=False if self.smoke else "auto")
+        fit_seconds = time.time() - fitting
         plain_val, _ = self._load("validation", recipe, row.model, training=False)
         val_labels, val_scores, _ = predict_rows(model, plain_val)
         test, _ = self._load("test", recipe, row.model, training=False)
+        scoring = time.time()
         labels, scores, users = predict_rows(model, test)
+        test_seconds = time.time() - scoring
         result = {
             "label": row.label, "model": row.model, "seed": seed, "recipe": recipe.name, "grid_point": grid_point,
             "hyperparameters": {k: (list(v) if isinstance(v, tuple) else v) for k, v in hp.items()},
@@ -336,6 +340,7 @@ class Reproduction:
             "test_logloss": logloss(labels, scores),
             "test_gauc": _gauc_or_none(users, labels, scores),
             "test_rows": int(len(labels)), "wall_seconds": round(time.time() - started, 1),
+            "fit_seconds": round(fit_seconds, 3), "test_seconds": round(test_seconds, 4),
             "backend": keras.backend.backend(),
         }
         return model, result, labels, scores

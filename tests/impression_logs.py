@@ -38,10 +38,12 @@ def write_impression_log(path, rows=600, users=30, items=80, seed=0, start="2024
     return path
 
 
-def impression_spec(sequence_length=10, split=None):
+def impression_spec(sequence_length=10, split=None, statistics=True, feedback=True):
     """The spec `python -m zoo spec draft` gives for this log with --label clicked --time ts --user user_id
-    --item item_id, written out (the drafting test checks that the draft equals it in what matters)."""
-    return {
+    --item item_id, written out (the drafting test checks that the draft equals it in what matters).
+    `statistics=False` leaves out the running statistics (built in memory only: not by a streaming build
+    or a process group), `feedback=False` the history's labels (and the user's statistics read from them)."""
+    spec = {
         "source": {"format": "csv", "delimiter": ",", "header": True},
         "label": {"column": "clicked"},
         "time": {"column": "ts", "format": "iso8601"},
@@ -55,7 +57,11 @@ def impression_spec(sequence_length=10, split=None):
             "device": {"role": "ctx"},
             "price": {"role": "num", "type": "numeric", "log1p": True},
         },
-        "history": {"from": "log", "fields": ["item_id", "category"]},
+        "history": {"from": "log", "fields": ["item_id", "category"], "feedback": feedback},
+        "statistics": {"keys": ["user_id", "item_id"] if feedback else ["item_id"]},
         "sequence_length": sequence_length,
         "split": split or {"by": "time", "fractions": [0.8, 0.1, 0.1]},
     }
+    if not statistics:
+        del spec["statistics"]
+    return spec

@@ -486,6 +486,19 @@ def _reproduce(args):
     print(markdown(summary))
 
 
+def _compare(args):
+    """Train every model (seeds x the recipe, early stopping) and the trivial baselines on the same split of
+    your log; print and write a leaderboard (zoo.recipes.compare), resumable."""
+    import zoo
+    from zoo.recipes.compare import markdown
+
+    _lock(args.out)
+    board = zoo.recipes.compare(args.models, args.data, args.spec, args.out, seeds=args.seeds, epochs=args.epochs,
+                                later=args.later, history_from_log=not args.no_history_from_log, recipe=args.recipe)
+    print(markdown(board))
+    print(f"leaderboard.md, leaderboard.json and leaderboard.png in {args.out}")
+
+
 def _raw_file(args, preprocessor):
     """The raw file a preset's preprocessor reads: --data FILE for a spec preset; --path for a reader's
     preset (--data naming its data set). Flags that contradict the preset are refused in one line."""
@@ -511,8 +524,13 @@ def _raw_file(args, preprocessor):
 def _reads_raw_rows(args, model):
     """Whether a command reads --data through the preset's preprocessor (else: the simulator, or a reader
     preset's data set named without its contract: the split read by _data)."""
+    from zoo.errors import ZooError
+
     preprocessor = model.preprocessor
-    return preprocessor is not None and (preprocessor.spec is not None or args.data != "simulator")
+    raw = preprocessor is not None and (preprocessor.spec is not None or args.data != "simulator")
+    if getattr(args, "history_from", None) and not (raw and preprocessor.spec is not None):
+        raise ZooError("--history-from reads earlier logs through a preset trained on a data spec; this one has none")
+    return raw
 
 
 def _simulated_labelled_data(args, model, split):
@@ -545,6 +563,7 @@ def _calibrate(args):
     if raw:
         path = _raw_file(args, model.preprocessor)
         calibrated, report = zoo.recipes.calibrate_file(model, path, args.method, keep=args.keep,
+                                                        history_from=args.history_from,
                                                         batch_size=args.batch_size or 1024, verbose=_progress())
         split, user_key = report["split"], model.preprocessor.user_key
     else:
@@ -564,7 +583,8 @@ def _calibrate(args):
                                "split": split, "data": args.data}
     if split == "validation" and report["kept"]:  # the recorded test metrics become the calibrated model's
         if raw:
-            test_report = zoo.recipes.evaluate_file(calibrated, path, held_out="test", verbose=_progress())
+            test_report = zoo.recipes.evaluate_file(calibrated, path, held_out="test", history_from=args.history_from,
+                                                    verbose=_progress())
         else:
             test, _ = _simulated_labelled_data(args, calibrated, "test")
             test_report = zoo.recipes.evaluate(calibrated, test, user_key=user_key, verbose=_progress())
@@ -595,7 +615,8 @@ def _evaluate(args):
     if _reads_raw_rows(args, model):
         path = _raw_file(args, model.preprocessor)
         report = zoo.recipes.evaluate_file(model, path, report_path=args.report, plots_dir=args.plots,
-                                           batch_size=args.batch_size or 1024, verbose=_progress())
+                                           history_from=args.history_from, batch_size=args.batch_size or 1024,
+                                           verbose=_progress())
         if report["data"]["split"] != "all":
             print(f"evaluate: {report['data']['rows']}")
     else:
@@ -614,7 +635,8 @@ def _score(args):
 
     import zoo
 
-    scored = zoo.recipes.score_file(args.preset, args.file, batch_size=args.batch_size, verbose=_progress())
+    scored = zoo.recipes.score_file(args.preset, args.file, history_from=args.history_from,
+                                    batch_size=args.batch_size, verbose=_progress())
     with open(args.out, "w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["line", "score"] + (["label"] if scored.labels is not None else []))
@@ -826,12 +848,29 @@ def _parser():
     reproduce.add_argument("--max-rows", type=_count, help="rows of each split (default: all; smoke: 300)")
     reproduce.set_defaults(run=_reproduce)
 
+    compare = commands.add_parser("compare", help=_compare.__doc__)
+    compare.add_argument("models", nargs="+", metavar="MODEL", help="registered model names")
+    compare.add_argument("--data", required=True, help="your log (file, glob or folder of shards)")
+    compare.add_argument("--spec", required=True, help="its data spec (JSON, see `spec draft`)")
+    compare.add_argument("--out", default="runs/compare", help="results folder; a rerun resumes it (default runs/compare)")
+    compare.add_argument("--seeds", type=_count, default=3, help="seeds per model (default 3)")
+    compare.add_argument("--epochs", type=_count, default=10,
+                         help="most epochs per run; each stops early on the validation AUC (default 10)")
+    compare.add_argument("--later", help="a later labelled file whose every row is scored too")
+    compare.add_argument("--no-history-from-log", action="store_true",
+                         help="the later rows' histories from the later file alone (default: also from --data)")
+    compare.add_argument("--recipe", default="suan", help="training protocol (default suan: Adam, batch 256)")
+    compare.set_defaults(run=_compare)
+
     evaluate = commands.add_parser("evaluate", help=_evaluate.__doc__)
     evaluate.add_argument("preset", help="preset directory, preset name or registered model name (its default preset)")
     _add_data_arguments(evaluate, 5_000)
     evaluate.add_argument("--report", help="write the JSON report here")
     evaluate.add_argument("--plots",
                           help="write figures into this folder (ROC, calibration, score histograms, the model's)")
+    evaluate.add_argument("--history-from", action="append", metavar="FILE",
+                          help="earlier log(s) whose rows build the histories and running statistics of the scored rows "
+                      "(read, not scored; a spec preset), repeatable")
     evaluate.set_defaults(run=_evaluate)
 
     calibrate = commands.add_parser("calibrate", help=_calibrate.__doc__)
@@ -842,6 +881,9 @@ def _parser():
     calibrate.add_argument("--keep", default="if_better", choices=["if_better", "always"],
                            help="keep the calibration only if it lowers the held-out LogLoss (default), or always")
     calibrate.add_argument("--out", required=True, help="the calibrated preset's folder (may be the preset's own)")
+    calibrate.add_argument("--history-from", action="append", metavar="FILE",
+                           help="earlier log(s) whose rows build the histories and running statistics of the scored rows "
+                      "(read, not scored; a spec preset), repeatable")
     calibrate.set_defaults(run=_calibrate)
 
     tune = commands.add_parser("tune", help=_tune.__doc__)
@@ -873,6 +915,9 @@ def _parser():
     score.add_argument("file", help="the raw rows: a file, glob or folder in the format the preset was trained on")
     score.add_argument("--out", default="scores.csv", help="the CSV to write: line, score[, label] (default scores.csv)")
     score.add_argument("--batch-size", type=_count, default=1024, help="rows per batch (default 1024)")
+    score.add_argument("--history-from", action="append", metavar="FILE",
+                       help="earlier log(s) whose rows build the histories and running statistics of the scored rows "
+                      "(read, not scored; a spec preset), repeatable")
     score.set_defaults(run=_score)
 
     request = commands.add_parser("request", help=_request.__doc__)
@@ -955,9 +1000,12 @@ def _precheck(args):
         match = difflib.get_close_matches(name, names, n=1)
         return f"; did you mean '{match[0]}'?" if match else ""
 
-    model = getattr(args, "model", None)
-    if model is not None and model not in models:
-        raise ZooError(f"unknown model '{model}' (known: {', '.join(sorted(models))}){closest(model, models)}")
+    for model in [getattr(args, "model", None)] + list(getattr(args, "models", None) or []):
+        if model is not None and model not in models:
+            raise ZooError(f"unknown model '{model}' (known: {', '.join(sorted(models))}){closest(model, models)}")
+    for value in [getattr(args, "later", None)] + list(getattr(args, "history_from", None) or []):
+        if value and not os.path.exists(value) and not any(c in value for c in "*?["):
+            raise ZooError(f"{value}: no such file or folder")
     preset = getattr(args, "preset", None)
     if preset is not None and preset not in models + presets:
         if os.sep in preset or preset.startswith("."):

@@ -67,8 +67,11 @@ def input_names(spec):
         columns = {o["feature"]: c for c, o in spec.columns.items() if o["role"] in ("cand", "hist")}
         for field in spec.history["fields"]:
             names[f"history_{feature_name(columns[field])}"] = (columns[field], "history")
+        if spec.feedback():
+            names[f"history_{feature_name(spec.label['column'])}"] = (spec.label["column"], "history")
         names[f"history_{feature_name(spec.time['column'])}"] = (spec.time["column"], "history")
     return names
+
 
 
 def input_signature(spec, any_candidates):
@@ -88,6 +91,43 @@ def _numbers(text):
     empty = tf.equal(text, "")
     values = tf.strings.to_number(tf.where(empty, "0", text), tf.float64)
     return tf.where(empty, tf.constant(np.nan, tf.float64), values)
+
+
+def _parsed_numbers(text):
+    """float64 of texts, NaN where empty or not a number (where _numbers would stop the graph)."""
+    import tensorflow as tf
+
+    text = tf.strings.strip(text)
+    valid = tf.strings.regex_full_match(text, r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+    values = tf.strings.to_number(tf.where(valid, text, "0"), tf.float64)
+    return tf.where(valid & tf.math.is_finite(values), values, tf.constant(np.nan, tf.float64))
+
+
+def feedback_ids(text, label):
+    """int32 hist_feedback ids of label texts under the spec's label (zoo.datasets.spec_reading.labels): 1
+    negative, 2 positive, 3 unknown (empty, or not a value the label reads)."""
+    import tensorflow as tf
+
+    stripped = tf.strings.strip(text)
+    if "op" not in label:  # a 0/1 column
+        values = _parsed_numbers(text)
+        known, positive = tf.equal(values, 0.0) | tf.equal(values, 1.0), tf.equal(values, 1.0)
+    elif label["op"] == "in" or isinstance(label["value"], str):
+        wanted = [v if isinstance(v, str) else f"{v:g}" for v in
+                  (label["value"] if label["op"] == "in" else [label["value"]])]
+        if label["op"] == "in":  # (spec_reading.rule_holds: "in" compares stripped texts, == and != the texts)
+            positive = tf.reduce_any(tf.stack([tf.equal(stripped, w) for w in wanted]), axis=0)
+        elif label["op"] in ("==", "!="):
+            positive = tf.equal(text, wanted[0]) if label["op"] == "==" else tf.not_equal(text, wanted[0])
+        else:
+            raise ZooError(f"the raw signature reads text labels with in, == and !=, not {label['op']!r}")
+        known = tf.not_equal(stripped, "")
+    else:
+        values = _parsed_numbers(text)
+        compare = {"==": tf.equal, "!=": tf.not_equal, ">=": tf.greater_equal, ">": tf.greater,
+                   "<=": tf.less_equal, "<": tf.less}[label["op"]]
+        known, positive = ~tf.math.is_nan(values), compare(values, tf.constant(float(label["value"]), tf.float64))
+    return tf.where(known, tf.where(positive, 2, 1), 3)
 
 
 def _days_from_civil(year, month, day):
@@ -165,6 +205,11 @@ class RawPreprocessing:
                     tf.constant(tokens or [""], tf.string),
                     tf.range(1, max(len(tokens), 1) + 1, dtype=tf.int64))
                 self.tables[column] = tf.lookup.StaticHashTable(initializer, default_value=len(tokens) + 1)
+            elif fitted["kind"] == "statistics" and "values" in fitted:  # a key's counts over the fitted log
+                initializer = tf.lookup.KeyValueTensorInitializer(
+                    tf.constant(fitted["values"] or [""], tf.string),
+                    tf.range(1, max(len(fitted["values"]), 1) + 1, dtype=tf.int64))
+                self.tables[column] = tf.lookup.StaticHashTable(initializer, default_value=0)
 
     def _fitted(self, column):
         fitted = self.states[column]
@@ -201,6 +246,36 @@ class RawPreprocessing:
             values = (values - fitted["mean"]) / fitted["std"]
         return tf.cast(values, tf.float32)
 
+    def statistics(self, key, group, names, inputs, by_column):
+        """{feature key: values} of a key's running statistics (zoo.datasets.statistics): the user's from the
+        request's history entries (counted in `_history`), another key's from the fitted table of the whole
+        fitted log; num_ [B] float32 standardised, or cand_ [B, M] bucket ids."""
+        import tensorflow as tf
+
+        spec = self.spec
+        state, prior = self.states[f"statistics:{key}"], self.states["statistics"]["prior"]
+        if key == spec.user:
+            rows, positives = self.earlier
+        else:
+            text = inputs[by_column[(key, "cand" if spec.columns[key]["role"] == "cand" else "row")]]
+            index = self.tables[f"statistics:{key}"].lookup(text)
+            rows = tf.gather(tf.constant(np.r_[0.0, np.asarray(state["rows"], np.float64)]), index)
+            positives = tf.gather(tf.constant(np.r_[0.0, np.asarray(state["positives"], np.float64)]), index)
+        prior_rows = float(spec.statistics["prior_rows"])
+        values = [rows, positives, (positives + prior_rows * prior) / (rows + prior_rows)]
+        out = {}
+        for i, (name, value) in enumerate(zip(names, values)):
+            if group == "cand" and not state["edges"][i]:  # one value on every training row: one bucket
+                out[f"cand_{name}"] = tf.ones_like(value, tf.int32)
+            elif group == "cand":
+                edges = tf.constant(np.asarray(state["edges"][i], np.float64).reshape(1, -1))
+                ids = tf.searchsorted(edges, tf.reshape(value, (1, -1)), side="right") + 1
+                out[f"cand_{name}"] = tf.reshape(tf.cast(ids, tf.int32), tf.shape(value))
+            else:
+                value = tf.math.log1p(value) if i < 2 else value
+                out[f"num_{name}"] = tf.cast((value - state["mean"][i]) / state["std"][i], tf.float32)
+        return out
+
     def _history(self, fields, times, request_time):
         """{hist key: [B, L]} from [B, H] texts: entries before the request's time, ordered by time (stable),
         the newest L, left-padded; and int32 [B] count of entries cut."""
@@ -229,6 +304,12 @@ class RawPreprocessing:
         out = {}
         unknown = tf.zeros(tf.shape(first)[:1], tf.int32)
         for key_name, (column, text) in fields.items():
+            if key_name == "hist_feedback":
+                ids = feedback_ids(text, self.spec.label)
+                self.earlier = (tf.reduce_sum(tf.cast(keep, tf.float64), axis=1),  # before the cut to L
+                                tf.reduce_sum(tf.cast(keep & tf.equal(ids, 2), tf.float64), axis=1))
+                out[key_name] = tf.where(kept, newest(ids, 0), 0)
+                continue
             ids, oov = self.ids(column, text)
             out[key_name] = tf.where(kept, newest(ids, 0), 0)
             unknown += tf.reduce_sum(tf.cast(tf.where(kept, newest(oov, False), False), tf.int32), axis=1)
@@ -266,6 +347,8 @@ class RawPreprocessing:
             columns = {o["feature"]: c for c, o in spec.columns.items() if o["role"] in ("cand", "hist")}
             fields = {f"hist_{field}": (columns[field], inputs[by_column[(columns[field], "history")]])
                       for field in spec.history["fields"]}
+            if spec.feedback():
+                fields["hist_feedback"] = (spec.label["column"], inputs[by_column[(spec.label["column"], "history")]])
             history, oov, cut = self._history(fields, inputs[by_column[(spec.time["column"], "history")]],
                                               request_time)
             features.update(history)
@@ -283,6 +366,8 @@ class RawPreprocessing:
             for name in spec.time["derive"]:
                 value = (local // 3600) % 24 + 1 if name == "hour" else (local // 86400 + 3) % 7 + 1
                 features[f"ctx_{name}"] = tf.cast(value, tf.int32)
+        for key, group, names in spec.statistics_features():
+            features.update(self.statistics(key, group, names, inputs, by_column))
         if schema.time:
             candidates = tf.shape(next(v for k, v in features.items() if k.startswith("cand_")))[1]
             features["cand_time"] = tf.tile(request_time[:, None], tf.stack([1, candidates]))

@@ -5,7 +5,9 @@ first N rows of a raw file, so a client sees exactly what to send.
 
 Each row's history is what the data-spec engine gives the same row when `python -m zoo score` reads the
 file: the user's rows strictly earlier in time (those matching `history.only`), in time order, all of them
-(the graph keeps the newest L and counts the cut), padded with "" to the longest history of the request.
+(the graph keeps the newest L and counts the cut; the user's running statistics count them all), with
+their labels as the file writes them where the spec's history carries feedback, padded with "" to the
+longest history of the request.
 Times are written in the spec's format (ISO 8601 in UTC, or unix digits) at the second the engine reads.
 """
 
@@ -35,7 +37,8 @@ def build_request(state, path, rows):
     spec = check_state(state)
     if not isinstance(rows, int) or rows < 1:
         raise ZooError(f"--rows is {rows!r}; it must be at least 1")
-    data, _ = _read(spec, spec_reading.source_files(path, spec.source["format"]), scoring=True)
+    data, _ = _read(spec, spec_reading.source_files(path, spec.source["format"]), scoring=True,
+                    label_text=spec.feedback())
     total = data["label"].shape[0]
     if not total:
         raise ZooError(f"{path}: no row to send")
@@ -71,6 +74,10 @@ def build_request(state, path, rows):
             column = columns[field]
             inputs[f"history_{feature_name(column)}"] = [
                 [str(text[column][j]) for j in h] + [""] * (width - h.size) for h in histories]
+        if spec.feedback():  # each earlier row's label as the file writes it ("" where the file has none)
+            label = text.get(spec.label["column"])
+            inputs[f"history_{feature_name(spec.label['column'])}"] = [
+                [str(label[j]) if label is not None else "" for j in h] + [""] * (width - h.size) for h in histories]
         inputs[f"history_{feature_name(spec.time['column'])}"] = [
             [_time_text(time[j], spec.time["format"]) for j in h] + [""] * (width - h.size) for h in histories]
     else:

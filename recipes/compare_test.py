@@ -1,0 +1,84 @@
+import csv
+import json
+import os
+
+import numpy as np
+
+import zoo
+from tests.impression_logs import impression_spec, write_impression_log
+from tests.model_configs import SMALL
+from tests.testing import TestCase, run_cli
+from zoo.recipes.baselines import PRIOR_ROWS
+from zoo.recipes.metrics import auc
+
+
+def read(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+class CompareTest(TestCase):
+    """Models and baselines on the same rows of a team's log: cells kept and resumed, the leaderboard's
+    numbers those of the kept scores, the baselines read from the raw rows, the winner's preset usable."""
+
+    def test_models_and_baselines_on_the_same_rows_resumable(self):
+        folder = self.get_temp_dir()
+        log = write_impression_log(os.path.join(folder, "log.csv"), rows=400)
+        later = write_impression_log(os.path.join(folder, "later.csv"), rows=80, seed=2, start="2024-03-20T00:00:00Z",
+                                     days=2, unseen_from=70)
+        spec = os.path.join(folder, "spec.json")
+        with open(spec, "w") as f:
+            json.dump(impression_spec(sequence_length=4), f)
+        out = os.path.join(folder, "compare")
+        lines = []
+        options = dict(seeds=2, epochs=1, later=later, hyperparameters={m: SMALL[m] for m in ("din", "deepfm")},
+                       log=lines.append)
+        board = zoo.recipes.compare(["din", "deepfm"], log, spec, out, **options)
+        self.assertEqual([m["model"] for m in board["models"]], ["din", "deepfm"])
+        self.assertEqual(len(lines), 4)  # 2 models x 2 seeds, each trained once
+        later_labels = np.array([float(r["clicked"]) for r in read(later)])
+        for entry in board["models"]:
+            self.assertEqual(entry["seeds"], 2)
+            cells = os.path.join(out, "cells", entry["model"])
+            for name, labels_file in (("test", "test_labels.npy"), ("later", "later_labels.npy")):
+                labels = np.load(os.path.join(out, labels_file))
+                suffix = "_scores.npy" if name == "test" else "_later_scores.npy"
+                aucs = [auc(labels, np.load(os.path.join(cells, f"seed{k}{suffix}"))) for k in (0, 1)]
+                self.assertAlmostEqual(entry[name]["auc"]["mean"], float(np.mean(aucs)), places=6)
+                self.assertAlmostEqual(entry[name]["auc"]["sd"], float(np.std(aucs, ddof=1)), places=6)
+                vs = entry[name]["vs_best_baseline"]
+                best = max(board["baselines"][name].items(), key=lambda item: item[1]["auc"])
+                self.assertEqual(vs["baseline"], best[0])
+                self.assertEqual(vs["beats"], vs["ci95"][0] > 0)
+            self.assertEqual(sorted(np.load(os.path.join(out, "later_labels.npy"))), sorted(later_labels))
+        # the later rows' item-rate baseline from the raw rows: every row of the training log (and its rate), smoothed
+        rows = read(log)
+        prior = np.mean([float(r["clicked"]) for r in rows])
+        counts, positives = {}, {}
+        for r in rows:
+            counts[r["item_id"]] = counts.get(r["item_id"], 0) + 1
+            positives[r["item_id"]] = positives.get(r["item_id"], 0) + float(r["clicked"])
+        later_rows = read(later)
+        order = np.load(os.path.join(out, "later_lines.npy")) - 2  # each scored row's index in the file
+        np.testing.assert_array_equal(np.load(os.path.join(out, "later_labels.npy")), later_labels[order])
+        reference = [(positives.get(r["item_id"], 0) + PRIOR_ROWS * prior) / (counts.get(r["item_id"], 0) + PRIOR_ROWS)
+                     for r in later_rows]
+        self.assertAlmostEqual(board["baselines"]["later"]["item rate"]["auc"], auc(later_labels, reference), places=6)
+        # the winner's preset scores the later rows as its cell did
+        winner = board["winner"]
+        self.assertTrue(os.path.isdir(winner["preset"]))
+        scored = zoo.recipes.score_file(winner["preset"], later, history_from=[log], verbose=0)
+        kept = np.load(os.path.join(out, "cells", winner["model"], f"seed{winner['seed']}_later_scores.npy"))
+        np.testing.assert_array_equal(scored.lines, np.arange(2, 82))
+        np.testing.assert_allclose(scored.scores[order], kept, rtol=1e-5, atol=1e-6)
+        # a rerun (here from the command line) trains nothing and gives the same leaderboard
+        status, printed, error = run_cli("compare", "din", "deepfm", "--data", log, "--spec", spec, "--out", out,
+                                         "--seeds", "2", "--epochs", "1", "--later", later)
+        self.assertEqual(status, 0, error)
+        self.assertIn("| baseline: item + user |", printed)
+        with open(os.path.join(out, "leaderboard.json")) as f:
+            again = json.load(f)
+        self.assertEqual(again["models"], json.loads(json.dumps(board["models"])))
+        self.assertTrue(os.path.isfile(os.path.join(out, "leaderboard.png")))
+        status, _, error = run_cli("compare", "dinn", "--data", log, "--spec", spec)
+        self.assertEqual((status, error.strip()), (2, "error: unknown model 'dinn' (known: " + error.split("(known: ")[1].strip()))
