@@ -61,10 +61,11 @@ Sections (every key is checked: an unknown one is refused by name, with the clos
   `{"by": "random", "fractions": [...], "seed": s}`, `{"by": "user", "fractions": [...]}` (per user, in
   time order, as ReST) or `{"by": "order", "fractions": [...]}` (file order).
 - `statistics`: `{"keys": [columns], "prior_rows": 10, "buckets": 20}`: per key, three features of each
-  row, `<key>_seen` = log1p(earlier rows), `<key>_positives` = log1p(earlier positives) and `<key>_rate` =
-  (positives + a p) / (rows + a) (a = prior_rows, p = the training rate): numerics `num_...` standardised
-  on the training rows, or, for a cand column's key (the item), `cand_...` ids of `buckets`
-  equal-frequency buckets fitted on the training rows, so that each of M candidates carries its own. "Earlier" is strictly earlier in time: no row sees its own label or
+  row, `<key>_seen` (earlier rows), `<key>_positives` (earlier positives) and `<key>_rate` = (positives +
+  a p) / (rows + a) (a = prior_rows, p = the training rate), each cut into `buckets` equal-frequency
+  buckets fitted on the training rows: ids of the key's own group (`user_user_id_rate`,
+  `cand_item_id_rate`: each of M candidates carries its own), so every model reads them, the
+  profile-attending SUAN family included. "Earlier" is strictly earlier in time: no row sees its own label or
   a later one. The `user` key counts the rows of its history (so it needs `history.feedback`; with
   `history.only` it counts those rows): while fitting, at scoring time (the scored file's rows, and
   `--history-from` files) and in the raw signature (the request's history entries) alike. Any other key
@@ -267,14 +268,15 @@ class DataSpec:
 
     def statistics_features(self):
         """[(key column, group, [feature names: seen, positives, rate])] of the `statistics` section, in order:
-        group "cand" (bucket ids, one per candidate) for a cand column's key, else "num"."""
+        the group is the key's role (the user key: "user"), so each statistic is an id of its key's group
+        (a cand key's: one per candidate)."""
         if self.statistics is None:
             return []
         out = []
         for key in self.statistics["keys"]:
             options = self.columns.get(key)
             base = options["feature"] if options else feature_name(key)
-            group = "cand" if options and options["role"] == "cand" and key != self.user else "num"
+            group = "user" if key == self.user else options["role"]
             out.append((key, group, [f"{base}_{kind}" for kind in STATISTICS]))
         return out
 

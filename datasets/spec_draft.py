@@ -1,8 +1,9 @@
 """`python -m zoo spec draft FILE`: a data spec drafted from a sample of a user's log.
 
 The draft reads the first `sample_rows` rows and guesses, per column: its type (numeric when every
-value is a number, a list when values hold a separator such as ^ | ; between several tokens, else
-categorical), its cardinality, which column looks like the time (an ISO 8601 text, or numbers in the
+value is a number, unless whole numbers under an id-like name or constant per item: ids; a list, the
+behaviour history, when values hold a separator such as ^ | ; between several tokens and the name says
+a sequence or history; multi-valued tags otherwise, one value per combination; else categorical), its cardinality, which column looks like the time (an ISO 8601 text, or numbers in the
 range of unix seconds or milliseconds), the label (0/1 values under a name like click or label) and each
 categorical column's role (user when it is constant per user, cand when constant per item, else ctx).
 Every guess is written into the spec's `notes` ("guess: ...", with the evidence); what the flags gave
@@ -123,6 +124,8 @@ def _constant_within(keys, values):
     return len(pairs) < len(keys)
 
 
+ID_WORDS = ("category", "cate", "brand", "shop", "seller", "store", "zip", "code")  # whole numbers that name things
+SEQUENCE_WORDS = ("seq", "hist", "behav", "click", "sequence", "history", "recent")  # a list that is a history
 TRUE = ("1", "yes", "y", "true", "t")  # text labels read as 0/1, lower-cased
 FALSE = ("0", "no", "n", "false", "f")
 LEAK_AUC = 0.99  # a column whose values alone rank the sampled labels this well determines the label
@@ -197,12 +200,19 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
             kinds[name] = "categorical"  # a key is an id whatever its type
         elif numbers is not None:
             whole = np.all(np.isnan(numbers) | (numbers == np.round(numbers)))
-            named_id = name.lower().endswith("id")
-            kinds[name] = "categorical" if whole and (distinct <= 30 or named_id) else "numeric"
-            if whole and named_id and distinct > 30:
-                notes[name] = "guess: integer ids (whole numbers under an id's name)"
-        elif separator is not None:
+            named_id = name.lower().endswith("id") or any(w in name.lower() for w in ID_WORDS)
+            attribute = whole and item is not None and name != label and _constant_within(
+                text[item].tolist(), values.tolist())
+            kinds[name] = "categorical" if whole and (distinct <= 30 or named_id or attribute) else "numeric"
+            if whole and distinct > 30 and (named_id or attribute):
+                notes[name] = ("guess: integer ids (whole numbers under an id's name)" if named_id else
+                               "guess: integer ids (whole numbers constant per item: an attribute such as a category)")
+        elif separator is not None and any(w in name.lower() for w in SEQUENCE_WORDS):
             kinds[name] = ("list", separator)
+        elif separator is not None:
+            kinds[name] = "categorical"  # tags of the row, not a behaviour history
+            notes[name] = (f"guess: multi-valued ({separator}-separated tags), taken as one value per combination "
+                           "(not a history: its name does not say sequence or history)")
         else:
             kinds[name] = "categorical"
         notes[name] = f"{distinct} distinct of {rows} sampled" + (f"; {notes[name]}" if name in notes else "")
@@ -299,11 +309,25 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
         if distinct > rows // 2 and rows >= 1000 and name not in (user, item):
             columns[name]["hash_buckets"] = 1 << 18
             notes[name] += "; guess: unbounded cardinality, hashed into 262,144 bins"
-    spec["columns"] = columns
     lists = [n for n, o in columns.items() if o.get("type") == "list"]
+    if item is None and not lists:  # a tabular log: the row's fields describe what is scored
+        taken = [n for n, o in columns.items() if o["role"] == "ctx"]
+        for name in taken:
+            columns[name]["role"] = "cand"
+        if taken:
+            notes["item"] = (f"no item column given or found: the row's categorical fields ({', '.join(taken[:6])}"
+                             f"{' ...' if len(taken) > 6 else ''}) are taken as the candidate's attributes (role cand), "
+                             "so the interaction models (fm, deepfm, dcnv2, autoint, fibinet) train; sequence models "
+                             "need --user, --time and --item")
+    spec["columns"] = columns
     if user is not None and time is not None and item is not None and not lists:
         fields = [feature_name(item)] + [feature_name(n) for n, o in columns.items()
                                          if o["role"] == "cand" and n != item and "hash_buckets" not in o]
+        kinds_of_label = set(text[label].tolist()) - {""} if label is not None else set()
+        if label is not None and spec["label"].get("op") == "in" and len(kinds_of_label) > 2 and len(kinds_of_label) <= 30:
+            columns[label] = {"role": "hist"}  # an event kind: each earlier row's kind, richer than its label
+            fields.append(feature_name(label))
+            notes[label] += f"; each earlier row's {label} ({', '.join(sorted(kinds_of_label))}) is a history attribute"
         spec["history"] = {"from": "log", "fields": fields, "feedback": label is not None}
         notes["history"] = ("the user's strictly earlier rows carry " + ", ".join(fields)
                             + (" and their label (hist_feedback: what the user did with what they were shown)"

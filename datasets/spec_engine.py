@@ -609,8 +609,7 @@ class _Build:
             values = statistics.raw_values(seen, positives, prior, spec.statistics["prior_rows"])
             if self.fitted is None:
                 self.states[name] = dict(self.states.get(name, {"kind": "statistics", "key": key}),
-                                         **statistics.fit(values, train, spec.statistics["buckets"] if group == "cand"
-                                                          else None))
+                                         **statistics.fit(values, train, spec.statistics["buckets"]))
             scaled = statistics.transformed(values, self.states[name])
             for index, feature in enumerate(names):
                 out[f"{group}_{feature}"] = scaled[:, index]
@@ -749,9 +748,8 @@ class _Build:
                     features.append(Feature(name, "ctx", DERIVED_SIZES[name], spec.embedding_dim))
         for key, group, names in spec.statistics_features():
             state = self.states[f"statistics:{key}"]
-            features.extend(Feature(name, "num") if group == "num" else
-                            Feature(name, "cand", len(edges) + 2, spec.embedding_dim)
-                            for name, edges in zip(names, state.get("edges", [None] * len(names))))
+            features.extend(Feature(name, group, len(edges) + 2, spec.embedding_dim)
+                            for name, edges in zip(names, state["edges"]))
         return Schema(features=features, sequence_length=spec.sequence_length if any(
             f.group == "hist" for f in features) else 0, time=spec.history_from_log())
 

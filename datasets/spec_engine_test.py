@@ -106,17 +106,16 @@ class ImpressionLogTest(TestCase):
             return out
 
         user, item = raw(users), raw(items)
-        logged = np.column_stack([np.log1p(user[:, :2]), user[:, 2]])
-        mean, std = logged[train].mean(0), logged[train].std(0)
-        edges = [np.unique(np.quantile(item[train, j], np.arange(1, 20) / 20)) for j in range(3)]
+        edges = {name: [np.unique(np.quantile(values[train, j], np.arange(1, 20) / 20)) for j in range(3)]
+                 for name, values in (("user", user), ("item", item))}
         for split in ("train", "validation", "test"):
             features, _, lines = everything(processed, split)
             index = lines - 2
             for j, kind in enumerate(("seen", "positives", "rate")):
-                np.testing.assert_allclose(features[f"num_user_id_{kind}"], (logged[index, j] - mean[j]) / std[j],
-                                           rtol=1e-5, atol=1e-6, err_msg=kind)
+                np.testing.assert_array_equal(features[f"user_user_id_{kind}"],
+                                              1 + np.searchsorted(edges["user"][j], user[index, j], side="right"), kind)
                 np.testing.assert_array_equal(features[f"cand_item_id_{kind}"][:, 0],
-                                              1 + np.searchsorted(edges[j], item[index, j], side="right"), kind)
+                                              1 + np.searchsorted(edges["item"][j], item[index, j], side="right"), kind)
             for k, i in enumerate(index):  # each history entry's feedback is its earlier row's label
                 earlier = np.flatnonzero((users == users[i]) & (times < times[i]))
                 earlier = earlier[np.argsort(times[earlier], kind="stable")][-4:]
@@ -154,9 +153,9 @@ class ImpressionLogTest(TestCase):
         later_times = np.array([seconds(r["ts"]) for r in rows])
         for k, i in enumerate(lines - 2):
             seen = int(((later_users == later_users[i]) & (later_times < later_times[i])).sum())
-            self.assertAlmostEqual(float(features["num_user_id_seen"][k]), (np.log1p(seen) - mean[0]) / std[0], places=5)
+            self.assertEqual(features["user_user_id_seen"][k], 1 + np.searchsorted(edges["user"][0], seen, side="right"))
             count = int((items == rows[i]["item_id"]).sum())  # 0 for a new item
-            self.assertEqual(features["cand_item_id_seen"][k, 0], 1 + np.searchsorted(edges[0], count, side="right"))
+            self.assertEqual(features["cand_item_id_seen"][k, 0], 1 + np.searchsorted(edges["item"][0], count, side="right"))
 
     def test_history_from_an_earlier_log_equals_scoring_the_concatenated_log(self):
         fitted = self.prepare().preprocessing()

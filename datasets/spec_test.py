@@ -53,6 +53,7 @@ class DataSpecValuesTest(TestCase):
             (lambda s: (s.update(label={"events": True}), s.pop("statistics")),
              r"'history.feedback': needs a label column"),
             (lambda s: s["columns"].update(item_id_rate={"role": "cand"}), r"cand_item_id_rate of 'item_id' is also"),
+            (lambda s: s["columns"].update(user_id_seen={"role": "user"}), r"user_user_id_seen of 'user_id' is also"),
         ]
         for change, message in cases:
             with self.assertRaisesRegex(ZooError, message):

@@ -4,12 +4,12 @@ For a key (the user, the item, a category), each row gets the number of the key'
 positives and a smoothed rate; a data spec's `statistics` section turns them into three numeric features
 per key (zoo.datasets.spec):
 
-    seen      = log1p(rows before)
-    positives = log1p(positives before)
+    seen      = rows before
+    positives = positives before
     rate      = (positives before + a p) / (rows before + a)     (a = prior_rows, p = the training rate)
 
-then each standardised with its training rows' mean and deviation, or (a candidate's key, the item) cut
-into equal-frequency buckets fitted on the training rows, ids that each of M candidates carries. "Before" is strictly earlier in time:
+then each cut into equal-frequency buckets fitted on the training rows: ids of the key's group (a
+candidate's key, the item: ids that each of M candidates carries; the user's: profile features). "Before" is strictly earlier in time:
 rows at one time do not see each other, and no row sees its own label (zoo.recipes.baselines' user
 running rate is the same count). The arithmetic lives here once, for the engine, the raw signature's
 constants and the baselines.
@@ -45,30 +45,16 @@ def raw_values(rows, positives, prior, prior_rows):
     return np.stack([rows, positives, (positives + prior_rows * prior) / (rows + prior_rows)], axis=1)
 
 
-def _logged(values):
-    """The counts through log1p (the rate as it is): what is standardised."""
-    return np.concatenate([np.log1p(values[:, :2]), values[:, 2:]], axis=1)
-
-
-def fit(values, train, buckets=None):
-    """The transform of raw values fitted on the training rows: {"mean": [3], "std": [3]} of the logged values
-    (a constant column: deviation 1), or with `buckets` {"edges": [3 lists]} of equal-frequency buckets of
-    the values themselves (np.quantile's; on whole counts, so that the raw signature's buckets are exact)."""
+def fit(values, train, buckets):
+    """{"edges": [3 lists]}: equal-frequency bucket edges of each raw value on the training rows (np.quantile's,
+    zoo.datasets.spec_engine.bucket_edges; on whole counts, so the raw signature's buckets are exact)."""
     from zoo.datasets.spec_engine import bucket_edges
 
     chosen = values[train]
-    if buckets:
-        return {"edges": [bucket_edges(len(column), buckets, lambda k, c=np.sort(column): c[k]) for column in chosen.T]}
-    chosen = _logged(chosen)
-    mean = chosen.mean(axis=0) if len(chosen) else np.zeros(values.shape[1])
-    std = chosen.std(axis=0) if len(chosen) else np.ones(values.shape[1])
-    return {"mean": [float(v) for v in mean], "std": [float(v) if v > 0 else 1.0 for v in std]}
+    return {"edges": [bucket_edges(len(column), buckets, lambda k, c=np.sort(column): c[k]) for column in chosen.T]}
 
 
 def transformed(values, state):
-    """[n, 3] of raw values under a fitted state: int32 bucket ids 1..len(edges)+1, or float32 standardised
-    logged values."""
-    if "edges" in state:
-        return np.stack([1 + np.searchsorted(np.asarray(edges), values[:, i], side="right")
-                         for i, edges in enumerate(state["edges"])], axis=1).astype(np.int32)
-    return ((_logged(values) - np.asarray(state["mean"])) / np.asarray(state["std"])).astype(np.float32)
+    """[n, 3] int32 bucket ids 1..len(edges)+1 of raw values under a fitted state."""
+    return np.stack([1 + np.searchsorted(np.asarray(edges), values[:, i], side="right")
+                     for i, edges in enumerate(state["edges"])], axis=1).astype(np.int32)

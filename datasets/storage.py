@@ -27,7 +27,7 @@ import numpy as np
 from zoo.errors import ZooError
 from zoo.schema import Schema
 
-FORMAT_VERSION = 2  # 2: info['accounting'] of every raw file, preprocessing.json, split 'all'
+FORMAT_VERSION = 3  # 2: info["accounting"] of every raw file, preprocessing.json, split "all"; 3: raw_user/raw_item, statistics
 SPLITS = ("train", "validation", "test")
 
 

@@ -494,7 +494,8 @@ def _compare(args):
 
     _lock(args.out)
     board = zoo.recipes.compare(args.models, args.data, args.spec, args.out, seeds=args.seeds, epochs=args.epochs,
-                                later=args.later, history_from_log=not args.no_history_from_log, recipe=args.recipe)
+                                batch_size=args.batch_size, learning_rate=args.learning_rate, later=args.later,
+                                history_from_log=not args.no_history_from_log, recipe=args.recipe)
     print(markdown(board))
     print(f"leaderboard.md, leaderboard.json and leaderboard.png in {args.out}")
 
@@ -856,6 +857,8 @@ def _parser():
     compare.add_argument("--seeds", type=_count, default=3, help="seeds per model (default 3)")
     compare.add_argument("--epochs", type=_count, default=10,
                          help="most epochs per run; each stops early on the validation AUC (default 10)")
+    compare.add_argument("--batch-size", type=_count, default=1024, help="rows per training step (default 1024)")
+    compare.add_argument("--learning-rate", type=_rate, help="override the recipe's learning rate")
     compare.add_argument("--later", help="a later labelled file whose every row is scored too")
     compare.add_argument("--no-history-from-log", action="store_true",
                          help="the later rows' histories from the later file alone (default: also from --data)")

@@ -13,7 +13,8 @@ other characters -> "_"):
     <cand column>                  [B, M]   the candidates (any M for lightsuan and rest, M = 1 otherwise)
     <time column>                  [B]      the request's time (unix s/ms digits or ISO 8601, as the spec)
     history_<field column>         [B, H]   (history from the log) the user's earlier rows, any H, padded
-    history_<time column>          [B, H]   with "" (padding), in any order
+    history_<time column>          [B, H]   with "" (padding), in any order; with `history.feedback`
+    history_<label column>         [B, H]   also each earlier row's label as the log writes it ("" unknown)
     <list column>                  [B, H]   (history from list columns) the list, oldest first, "" padding
 
 The graph applies the fitted preprocessing with TensorFlow's own machinery: a `tf.lookup.StaticHashTable`
@@ -21,7 +22,10 @@ per vocabulary (a value it does not know -> the OOV id, counted), `tf.strings.to
 hashed columns (the engine hashes with the same FarmHash64), the fitted fill, log1p, standardisation and
 bucket edges (`tf.searchsorted`), and the history's preparation: entries at or after the request's time
 are dropped (nothing from a label's future), the rest ordered by time (ties keep the client's order),
-the newest L kept (the cut counted) and left-padded. Outputs, per row: `pctr` [B, M] (and
+the newest L kept (the cut counted) and left-padded; the spec's running statistics come from the same
+entries (the user's: every entry before the request's time, before the cut to L, and those whose label
+is positive: send all of the user's earlier rows) and from the fitted tables (any other key: the counts
+of the whole fitted log per value), bucketed as the engine buckets them. Outputs, per row: `pctr` [B, M] (and
 `rectified_pctr` for SUAN-family models), `unknown_ids` [B] (values mapped to OOV), `history_cut` [B]
 (history entries dropped: beyond L, or not before the request's time). As the id signatures do
 (zoo/serving/shapes.py), it refuses a request of another rank, mismatched batch sizes, candidate columns
@@ -247,9 +251,9 @@ class RawPreprocessing:
         return tf.cast(values, tf.float32)
 
     def statistics(self, key, group, names, inputs, by_column):
-        """{feature key: values} of a key's running statistics (zoo.datasets.statistics): the user's from the
-        request's history entries (counted in `_history`), another key's from the fitted table of the whole
-        fitted log; num_ [B] float32 standardised, or cand_ [B, M] bucket ids."""
+        """{feature key: int32 bucket ids} of a key's running statistics (zoo.datasets.statistics): the user's
+        from the request's history entries (counted in `_history`), another key's from the fitted table of
+        the whole fitted log; [B] for a user or ctx key, [B, M] for a cand key."""
         import tensorflow as tf
 
         spec = self.spec
@@ -265,15 +269,12 @@ class RawPreprocessing:
         values = [rows, positives, (positives + prior_rows * prior) / (rows + prior_rows)]
         out = {}
         for i, (name, value) in enumerate(zip(names, values)):
-            if group == "cand" and not state["edges"][i]:  # one value on every training row: one bucket
-                out[f"cand_{name}"] = tf.ones_like(value, tf.int32)
-            elif group == "cand":
-                edges = tf.constant(np.asarray(state["edges"][i], np.float64).reshape(1, -1))
-                ids = tf.searchsorted(edges, tf.reshape(value, (1, -1)), side="right") + 1
-                out[f"cand_{name}"] = tf.reshape(tf.cast(ids, tf.int32), tf.shape(value))
-            else:
-                value = tf.math.log1p(value) if i < 2 else value
-                out[f"num_{name}"] = tf.cast((value - state["mean"][i]) / state["std"][i], tf.float32)
+            if not state["edges"][i]:  # one value on every training row: one bucket
+                out[f"{group}_{name}"] = tf.ones_like(value, tf.int32)
+                continue
+            edges = tf.constant(np.asarray(state["edges"][i], np.float64).reshape(1, -1))
+            ids = tf.searchsorted(edges, tf.reshape(value, (1, -1)), side="right") + 1
+            out[f"{group}_{name}"] = tf.reshape(tf.cast(ids, tf.int32), tf.shape(value))
         return out
 
     def _history(self, fields, times, request_time):
