@@ -71,8 +71,10 @@ def main(argv=None):
     table.mkdir(parents=True, exist_ok=True)
     for name in ("leaderboard.md", "leaderboard.json", "leaderboard.png"):
         source = work / "compare" / name
-        if source.exists():
+        if source.exists() and name == "leaderboard.png":
             shutil.copy(source, table / name)
+        elif source.exists():  # paths relative to the repository
+            (table / name).write_text(source.read_text().replace(str(ROOT) + os.sep, ""))
     shutil.copy(spec_path, table / "spec.json")
     print((table / "leaderboard.md").read_text())
     print(f"backend {os.environ.get('KERAS_BACKEND', 'tensorflow')}; cells kept in {work / 'compare'}")

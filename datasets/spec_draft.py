@@ -310,7 +310,7 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
             columns[name]["hash_buckets"] = 1 << 18
             notes[name] += "; guess: unbounded cardinality, hashed into 262,144 bins"
     lists = [n for n, o in columns.items() if o.get("type") == "list"]
-    if item is None and not lists:  # a tabular log: the row's fields describe what is scored
+    if item is None:  # a tabular log (or one whose history is a list column): the row's fields describe what is scored
         taken = [n for n, o in columns.items() if o["role"] == "ctx"]
         for name in taken:
             columns[name]["role"] = "cand"

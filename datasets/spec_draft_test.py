@@ -72,8 +72,38 @@ class SpecDraftTest(TestCase):
         kinds = [row.split(",")[2] for row in open(self.log).read().splitlines()[1:]]
         expected = [float(kinds[line - 2] in ("order", "basket")) for line in lines]
         np.testing.assert_array_equal(labels.reshape(-1), expected)
+        # the event kind of each earlier row is a history attribute beside its label (feedback)
+        self.assertEqual(spec["columns"]["kind"]["role"], "hist")
+        self.assertEqual(spec["history"]["fields"], ["item", "kind"])
+        self.assertTrue(spec["history"]["feedback"])
+        self.assertEqual(spec["statistics"]["keys"], ["user", "item"])
+        kind_ids = processed.preprocessing()["fitted"]["kind"]["tokens"]
+        self.assertEqual(sorted(kind_ids), sorted(KINDS))
+        self.assertTrue(np.all(np.isin(features["hist_feedback"], [0, 1, 2])))
         with self.assertRaisesRegex(ZooError, "has no value 'purchase'"):
             draft(self.log, label="kind", positive=["purchase"])
+
+    def test_item_attributes_tags_and_tabular_rows(self):
+        rng = np.random.default_rng(1)
+        category = rng.integers(100, 400, size=200)  # whole numbers constant per item: a category id
+        path = os.path.join(self.folder, "items.csv")
+        with open(path, "w") as f:
+            f.write("ts,user,item,category,genres,recent_items,clicked\n")
+            for i in range(600):
+                item = int(rng.integers(0, 200))
+                tags = "|".join(sorted({"comedy", "drama", "war", "noir"}.difference([["comedy", "war", "noir", "x"][item % 4]])))
+                recent = "^".join(str(int(v)) for v in rng.integers(0, 200, size=3))
+                f.write(f"{1_700_000_000 + 60 * i},u{int(rng.integers(0, 40))},i{item},{category[item]},{tags},{recent},"
+                        f"{int(rng.random() < 0.3)}\n")
+        spec = draft(path, label="clicked", time="ts", user="user", item="item")
+        self.assertEqual((spec["columns"]["category"]["type"], spec["columns"]["category"]["role"]), ("categorical", "cand"))
+        self.assertIn("constant per item", spec["notes"]["category"])
+        self.assertEqual(spec["columns"]["genres"]["type"], "categorical")  # tags of the row, not a history
+        self.assertIn("multi-valued", spec["notes"]["genres"])
+        self.assertEqual(spec["columns"]["recent_items"]["type"], "list")  # its name says a sequence
+        tabular = draft(path, label="clicked")  # no item: the row's fields are the candidate's
+        self.assertTrue(all(o["role"] == "cand" for o in tabular["columns"].values() if o["role"] not in ("num", "hist")))
+        self.assertIn("interaction models", tabular["notes"]["item"])
 
     def test_a_file_without_a_header_is_detected_and_named_by_columns(self):
         bare = write_log(os.path.join(self.folder, "bare.csv"), header=False)

@@ -251,6 +251,8 @@ class ImpressionLogTest(TestCase):
               r"bad\.csv, line 3: column 'clicked' should be 0 or 1, found '2'")
         fails(None, header + good + "1,yesterday,a,t,u1,1,c,ios\n",
               r"bad\.csv, line 3: column 'ts' should be an ISO 8601 time .*'yesterday'")
+        fails(None, header + good + "1,3000-01-01T09:00:00Z,a,t,u1,1,c,ios\n",
+              r"bad\.csv, line 3: column 'ts' should be an ISO 8601 time from 1970 to 2262, found '3000-01-01T09:00:00Z'")
         fails(None, header + good + "1,2024-03-01T09:00:00Z,a,t,u1,cheap,c,ios\n",
               r"bad\.csv, line 3: column 'price' should be a number, found 'cheap'")
         fails(None, header.replace(",device", "") + good.replace(",ios", ""),

@@ -309,6 +309,9 @@ def labels(chunk, label, repairs):
     return values.astype(np.float32), ~empty
 
 
+MAX_TIME = 2**63 // 10**9  # unix seconds: 2262-04-11 (nanoseconds in int64); a later time is refused (or dropped)
+
+
 def times(chunk, time, repairs, alive):
     """(int64 unix seconds [n], kept [n] bool): an unparseable time of a row still `alive` (not dropped
     already) is an error or dropped (counted)."""
@@ -361,13 +364,13 @@ def times(chunk, time, repairs, alive):
             valid = np.asarray(parsed.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
             seconds = np.where(valid, pc.cast(pc.fill_null(parsed.cast(pa.int64()), 0), pa.int64())
                                .to_numpy(zero_copy_only=False), 0).astype(np.int64)
-    bad = (~valid | (seconds < 0)) & alive
+    bad = (~valid | (seconds < 0) | (seconds >= MAX_TIME)) & alive
     if bad.any():
         index = int(np.flatnonzero(bad)[0])
         if time["on_error"] == "error":
             shown = chunk.columns[column].slice(index, 1).to_pylist()[0]
             what = {"unix_s": "unix seconds", "unix_ms": "unix milliseconds", "iso8601": "an ISO 8601 time"}
-            chunk.error(index, column, f"should be {what.get(fmt, 'a time ' + repr(fmt))} (>= 1970), found "
+            chunk.error(index, column, f"should be {what.get(fmt, 'a time ' + repr(fmt))} from 1970 to 2262, found "
                                        f"{str(shown)[:40]!r} (or set time.on_error to 'drop')")
         repairs.drop(f"dropped {{n}} row(s) with an unreadable '{column}'", int(bad.sum()))
     return seconds, ~bad

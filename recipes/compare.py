@@ -20,8 +20,9 @@ later rows the whole training log, as the models' fitted tables do.
 The leaderboard (`leaderboard.md`, `leaderboard.json`, `leaderboard.png`) gives per model the mean ±
 s.d. over seeds of AUC, LogLoss and GAUC (by the raw user key) on each set of rows, the parameters, the
 training samples per second (training rows x epochs run / training seconds), the scoring cost (µs per
-row on the test split) and the paired bootstrap of the seed-mean AUC against the best baseline (10^4
-resamples of the rows): "beats" when its 95% interval lies above 0. The winner is the model with the
+row on the test split) and the paired bootstrap of the seed-mean AUC against the best baseline
+(`BOOTSTRAP` resamples of the rows, shared by every model of one set of rows): "beats" when its 95%
+interval lies above 0. The winner is the model with the
 best mean validation AUC (the test and later rows pick nothing); its best-validation seed's preset is
 copied to `<out>/preset`.
 """
@@ -36,7 +37,7 @@ import numpy as np
 from zoo.errors import ZooError
 from zoo.recipes import baselines as baseline_recipes
 from zoo.recipes.evaluate import predict_rows
-from zoo.recipes.metrics import auc, gauc, logloss, paired_bootstrap
+from zoo.recipes.metrics import auc, bootstrap_aucs, gauc, logloss, paired_bootstrap
 from zoo.recipes.protocols import get_recipe
 from zoo.recipes.reproduce import Reproduction, Row, Table, _slug, _t95
 
@@ -45,13 +46,14 @@ PATIENCE = 2  # epochs without a better validation AUC before a run on a team's 
 # benchmarks/own_data_compare.py the better one: DIN's test AUC 0.7463 at 1024 against 0.7293 at the suan
 # recipe's 256 (later rows 0.7560 against 0.7392; one seed, the best validation epoch of each).
 BATCH_SIZE = 1024
-BOOTSTRAP = 10_000
+EPOCHS = 10  # at most: each run stops early (the best validation epoch has always come within 4 here)
+BOOTSTRAP = 2_000  # resamples of the scored rows (shared by every model and the baseline of one set of rows)
 
 
 class Comparison(Reproduction):
     """Runs one comparison (see the module docstring)."""
 
-    def __init__(self, models, data, spec, out="runs/compare", *, seeds=3, epochs=10, batch_size=BATCH_SIZE,
+    def __init__(self, models, data, spec, out="runs/compare", *, seeds=3, epochs=EPOCHS, batch_size=BATCH_SIZE,
                  learning_rate=None, later=None, history_from_log=True, recipe="suan", hyperparameters=None, log=print):
         from zoo import datasets, registry
         from zoo.datasets.spec import DataSpec
@@ -145,29 +147,37 @@ class Comparison(Reproduction):
                  "history_from": self.history_from, "models": [], "baselines": {}}
         for name, (labels, users, scores) in sets.items():
             board["baselines"][name] = {base: _metrics(labels, users, s) for base, s in scores.items()}
-        for row in self.table.rows:
-            results, test_scores = self._results(row)
-            if not results:
-                continue
+        cells = [(row, *self._results(row)) for row in self.table.rows]
+        cells = [(row, results, scores) for row, results, scores in cells if results]
+        later_scores = {row.label: [np.load(self.out / "cells" / _slug(row.label) / f"seed{r['seed']}_later_scores.npy")
+                                    for r in results] for row, results, _ in cells if "later" in sets}
+        resampled = {}  # set -> (AUCs [vectors, resamples] of every model seed and the best baseline, their index)
+        for name, (labels, _, scores) in sets.items():
+            best = max(board["baselines"][name], key=lambda b: board["baselines"][name][b]["auc"])
+            vectors = [scores[best]] + [v for row, _, test in cells for v in (test if name == "test" else
+                                                                              later_scores[row.label])]
+            resampled[name] = (best, bootstrap_aucs(labels, np.stack(vectors), resamples=BOOTSTRAP))
+        offset = 1
+        for row, results, test_scores in cells:
             entry = {"model": row.model, "seeds": len(results), "parameters": results[0]["parameters"],
                      "epochs_run": [r["epochs_run"] for r in results],
                      "val_auc": _spread([r["val_auc"] for r in results]),
                      "samples_per_second": float(np.mean([r["samples_per_second"] for r in results])),
                      "scoring_us_per_row": float(np.mean([r["scoring_us_per_row"] for r in results]))}
-            directory = self.out / "cells" / _slug(row.label)
             for name, (labels, users, scores) in sets.items():
-                stacked = np.stack(test_scores if name == "test" else
-                                   [np.load(directory / f"seed{r['seed']}_later_scores.npy") for r in results])
+                stacked = np.stack(test_scores if name == "test" else later_scores[row.label])
                 per_seed = [_metrics(labels, users, s) for s in stacked]
-                best = max(board["baselines"][name], key=lambda b: board["baselines"][name][b]["auc"])
-                test = paired_bootstrap(labels, stacked, np.repeat(scores[best][None], len(stacked), axis=0),
-                                        resamples=BOOTSTRAP)
+                best, aucs = resampled[name]
+                seeds = len(stacked)
+                test = paired_bootstrap(labels, stacked, np.repeat(scores[best][None], seeds, axis=0),
+                                        aucs=(aucs[offset:offset + seeds], np.repeat(aucs[:1], seeds, axis=0)))
                 entry[name] = {key: _spread([m[key] for m in per_seed if m[key] is not None])
                                for key in ("auc", "logloss", "gauc")}
                 entry[name]["vs_best_baseline"] = {"baseline": best, "difference": test["difference"],
                                                    "ci95": test["ci95"], "beats": test["ci95"][0] > 0}
             entry["best_seed"] = results[int(np.argmax([r["val_auc"] for r in results]))]["seed"]
             board["models"].append(entry)
+            offset += len(results)
         if board["models"]:
             winner = max(board["models"], key=lambda m: m["val_auc"]["mean"])
             source = self.out / "cells" / _slug(winner["model"]) / f"seed{winner['best_seed']}_preset"

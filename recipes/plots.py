@@ -328,7 +328,7 @@ def leaderboard(board, path):
     rows, beside the baselines' AUC on the same rows (dashed lines)."""
     plt = _pyplot()
     sets = list(board["baselines"])
-    figure, axes = plt.subplots(1, len(sets), figsize=(5 * len(sets), 1.5 + 0.4 * len(board["models"])), squeeze=False)
+    figure, axes = plt.subplots(1, len(sets), figsize=(5 * len(sets), 2.2 + 0.4 * len(board["models"])), squeeze=False)
     for axis, name in zip(axes[0], sets):
         models = sorted(board["models"], key=lambda m: m[name]["auc"]["mean"])
         means = np.array([m[name]["auc"]["mean"] for m in models])
@@ -341,7 +341,7 @@ def leaderboard(board, path):
                 values.append(metrics["auc"])
         axis.set_xlim(max(0.5, min(values) - 0.01), max(values) + 0.01)
         axis.set_xlabel(f"{name} AUC (mean ± s.d. over seeds)")
-        axis.legend(fontsize=7, loc="lower right")
+        axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, frameon=False)
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     plt.close(figure)

@@ -273,7 +273,6 @@ def _banner(args, model, recipe):
               "batches per epoch")
 
 
-SPEC_PATIENCE = 2  # epochs without a better validation AUC before `fit --spec` stops (recipes without their own)
 
 
 def _kept_epoch(history, recipe):
@@ -399,8 +398,13 @@ def _fit(args):
     backup = _backup(args) if run is None or run.num_processes == 1 else None
     keras.utils.set_random_seed(args.seed)  # before anything random: the data and the model's weights
     recipe = zoo.recipes.get_recipe(args.recipe, **_training_options(args))
-    if args.spec and recipe.early_stopping_patience is None:  # your own log: the best validation epoch is kept
-        recipe = zoo.recipes.get_recipe(recipe, early_stopping_patience=SPEC_PATIENCE)
+    if args.spec:  # your own log: compare's defaults where no flag chose (zoo.recipes.compare: 10 epochs at most,
+        from zoo.recipes.compare import BATCH_SIZE, EPOCHS, PATIENCE  # batch 1024, the best validation epoch kept)
+
+        own = {"epochs": EPOCHS, "batch_size": BATCH_SIZE}
+        recipe = zoo.recipes.get_recipe(recipe, **{k: v for k, v in own.items() if getattr(args, k, None) is None})
+        if recipe.early_stopping_patience is None:
+            recipe = zoo.recipes.get_recipe(recipe, early_stopping_patience=PATIENCE)
     training = zoo.recipes.data_options(recipe, args.model)
     held_out = max(args.rows // 5, 1)
     train, schema = _data(args, "train", args.rows, **training)

@@ -299,6 +299,7 @@ class CommandLineTest(TestCase):
                                    "--learning-rate", "0.05", *TINY_DIN, "--out", str(folder / "run"))
         self.assertEqual(status, 0, err)
         self.assertEqual(captured["recipe"].early_stopping_patience, 2)
+        self.assertEqual((captured["recipe"].batch_size, captured["recipe"].epochs), (1024, 4))  # own-data default; flag
         scores = captured["history"].history["val_auc"]
         best = int(np.argmax(scores)) + 1
         kept = json.loads((folder / "run" / "preset" / "metadata.json").read_text())["training"]["kept_epoch"]

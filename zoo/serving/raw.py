@@ -27,7 +27,10 @@ entries (the user's: every entry before the request's time, before the cut to L,
 is positive: send all of the user's earlier rows) and from the fitted tables (any other key: the counts
 of the whole fitted log per value), bucketed as the engine buckets them. Outputs, per row: `pctr` [B, M] (and
 `rectified_pctr` for SUAN-family models), `unknown_ids` [B] (values mapped to OOV), `history_cut` [B]
-(history entries dropped: beyond L, or not before the request's time). As the id signatures do
+(history entries dropped: beyond L, not before the request's time, or with an unreadable time),
+`repaired` [B] (numbers that are not finite numbers, "abc", "inf" or "1e400", filled as missing values
+with the fitted fill). A request time that is not a time from 1970 to 2262 ("", "-5", "1e20") stops
+the call with one line naming the input (the engine refuses such a row alike). As the id signatures do
 (zoo/serving/shapes.py), it refuses a request of another rank, mismatched batch sizes, candidate columns
 of different M or history columns of different H with one line naming the key; M = 0 gives pctr [B, 0].
 
@@ -38,6 +41,7 @@ export refuses it with one line; unix seconds, milliseconds and ISO 8601 are par
 import numpy as np
 
 from zoo.datasets.spec import DataSpec, feature_name
+from zoo.datasets.spec_reading import MAX_TIME
 from zoo.errors import ZooError
 
 ISO_ZONE = r"(Z|[+-]\d\d:?\d\d)$"
@@ -87,16 +91,6 @@ def input_signature(spec, any_candidates):
 
 
 # ---------------------------------------------------------------------------------------- parsing
-def _numbers(text):
-    """float64 of texts, NaN where empty."""
-    import tensorflow as tf
-
-    text = tf.strings.strip(text)
-    empty = tf.equal(text, "")
-    values = tf.strings.to_number(tf.where(empty, "0", text), tf.float64)
-    return tf.where(empty, tf.constant(np.nan, tf.float64), values)
-
-
 def _parsed_numbers(text):
     """float64 of texts, NaN where empty or not a number (where _numbers would stop the graph)."""
     import tensorflow as tf
@@ -179,16 +173,17 @@ def _iso_seconds(text):
 
 
 def parse_times(text, fmt):
-    """(int64 unix seconds, valid bool) of time texts in the spec's format."""
+    """(int64 unix seconds, valid bool) of time texts in the spec's format; valid from 1970 to 2262, as the
+    engine reads them (zoo.datasets.spec_reading.MAX_TIME)."""
     import tensorflow as tf
 
     if fmt == "iso8601":
-        return _iso_seconds(text)
-    values = _numbers(text)
-    valid = tf.math.is_finite(values)
+        seconds, valid = _iso_seconds(text)
+        return seconds, valid & (seconds >= 0) & (seconds < MAX_TIME)
     scale = 1000.0 if fmt == "unix_ms" else 1.0
-    seconds = tf.cast(tf.floor(tf.where(valid, values, 0.0) / scale), tf.int64)
-    return seconds, valid & (seconds >= 0)
+    values = _parsed_numbers(text) / scale
+    valid = tf.math.is_finite(values) & (values >= 0) & (values < MAX_TIME)  # (NaN compares false)
+    return tf.cast(tf.floor(tf.where(valid, values, 0.0)), tf.int64), valid
 
 
 # ---------------------------------------------------------------------------------------- the graph
@@ -238,7 +233,9 @@ class RawPreprocessing:
         import tensorflow as tf
 
         fitted = self.states[column]
-        values = _numbers(text)
+        values = _parsed_numbers(text)  # "abc", "inf", "1e400": not a finite number, filled as a missing value
+        self.repaired.append(tf.reduce_sum(tf.reshape(tf.cast(
+            tf.math.is_nan(values) & tf.not_equal(tf.strings.strip(text), ""), tf.int32), (tf.shape(text)[0], -1)), axis=1))
         if fitted["log1p"]:
             values = tf.sign(values) * tf.math.log1p(tf.abs(values))
         values = tf.where(tf.math.is_nan(values), tf.constant(fitted["fill"], tf.float64), values)
@@ -320,16 +317,25 @@ class RawPreprocessing:
         return out, unknown, cut
 
     def __call__(self, inputs):
-        """(features in the contract, unknown_ids [B] int32, history_cut [B] int32)."""
+        """(features in the contract, unknown_ids [B] int32, history_cut [B] int32, repaired [B] int32). A
+        request time that is not a time from 1970 to 2262 stops the call ("assertion failed: [...]" naming the
+        input): every history entry is masked by it, so no score could be right."""
         import tensorflow as tf
 
         spec, schema = self.spec, self.schema
         names = input_names(spec)
         by_column = {(column, kind): name for name, (column, kind) in names.items()}
         features, unknown = {}, []
+        self.repaired = []
         request_time = None
         if spec.time is not None:
-            request_time, _ = parse_times(inputs[by_column[(spec.time["column"], "time")]], spec.time["format"])
+            name = by_column[(spec.time["column"], "time")]
+            request_time, valid = parse_times(inputs[name], spec.time["format"])
+            what = {"unix_s": "unix seconds", "unix_ms": "unix milliseconds", "iso8601": "an ISO 8601 time"}
+            check = tf.debugging.Assert(tf.reduce_all(valid), [
+                f"the request time {name} holds a value that is not {what[spec.time['format']]} from 1970 to 2262"])
+            with tf.control_dependencies([check]):
+                request_time = tf.identity(request_time)
         for column, options in spec.columns.items():
             role, feature = options["role"], options["feature"]
             if options["type"] == "list" or role == "hist":
@@ -373,7 +379,9 @@ class RawPreprocessing:
             candidates = tf.shape(next(v for k, v in features.items() if k.startswith("cand_")))[1]
             features["cand_time"] = tf.tile(request_time[:, None], tf.stack([1, candidates]))
         features = {key: features[key] for key in schema.keys()}
-        return features, tf.add_n(unknown) if unknown else tf.zeros(batch, tf.int32), cut
+        zero = tf.zeros(batch, tf.int32)
+        return (features, tf.add_n(unknown) if unknown else zero, cut,
+                tf.add_n(self.repaired) if self.repaired else zero)
 
 
 def endpoints(model, options):
@@ -390,7 +398,7 @@ def endpoints(model, options):
     def score(inputs):
         import tensorflow as tf
 
-        features, unknown, cut = preprocessing(inputs)
+        features, unknown, cut, repaired = preprocessing(inputs)
         extra = {}
         if hasattr(model, "score_all"):
             pctr = model.score_all(features, parallel_candidates=m2 or model.parallel_candidates,
@@ -404,7 +412,7 @@ def endpoints(model, options):
             pctr = model.decoder(None)({**decoder_inputs, **encoded}, training=False)
         else:
             pctr = model(features, training=False)
-        return {"pctr": pctr, **extra, "unknown_ids": unknown, "history_cut": cut}
+        return {"pctr": pctr, **extra, "unknown_ids": unknown, "history_cut": cut, "repaired": repaired}
 
     signature = input_signature(preprocessing.spec, any_candidates)
     kinds = input_names(preprocessing.spec)

@@ -122,7 +122,9 @@ import numpy as np, tensorflow as tf
 f = tf.saved_model.load({path!r}).signatures["raw"]
 inputs = {{k: tf.constant(v, tf.string) for k, v in np.load({cases!r}).items()}}
 try:
-    print(json.dumps({{"shapes": {{k: v.shape.as_list() for k, v in f(**inputs).items()}}}}))
+    out = f(**inputs)
+    print(json.dumps({{"shapes": {{k: v.shape.as_list() for k, v in out.items()}},
+                      "values": {{k: v.numpy().tolist() for k, v in out.items()}}}}))
 except tf.errors.InvalidArgumentError as error:
     print(json.dumps({{"error": [l for l in str(error).splitlines() if "assertion failed" in l][0]}}))
 """
@@ -132,6 +134,21 @@ except tf.errors.InvalidArgumentError as error:
 
     def test_din(self):
         self.check("din")
+        # as strict as the engine: numbers that are not finite are filled and counted, a request time that is
+        # not a time stops the call in one line naming the input
+        path = os.path.join(self.folder, "din_export", "1")
+        body, _ = build_request(self.state, self.later, 4)
+        inputs = {k: np.asarray(v, dtype=str) for k, v in body["inputs"].items()}
+        bad = dict(inputs, price=np.array(["inf", "1e400", "abc", " "]))
+        done = self.call_raw(path, bad)["values"]
+        self.assertEqual(done["repaired"], [1, 1, 1, 0])
+        self.assertTrue(np.all(np.isfinite(done["pctr"])))
+        filled = dict(inputs, price=np.array(["", "", "", ""]))
+        np.testing.assert_allclose(done["pctr"], self.call_raw(path, filled)["values"]["pctr"], rtol=1e-6)
+        for time in ("", "-5", "1e20", "12345678901234567890", "abc", "2600-01-01T00:00:00Z"):
+            wrong = dict(inputs, ts=np.array([inputs["ts"][0]] * 3 + [time]))
+            self.assertEqual(self.call_raw(path, wrong)["error"], "assertion failed: [the request time ts holds a "
+                                                                   "value that is not an ISO 8601 time from 1970 to 2262]")
 
     def test_lightsuan_any_number_of_candidates(self):
         self.check("lightsuan", candidates=(1, 3, 9))
@@ -155,7 +172,9 @@ except tf.errors.InvalidArgumentError as error:
         schema = self.processed.schema
         graph = RawPreprocessing(self.state, schema)
         body, lines = build_request(self.state, self.later, 60)
-        features, unknown, cut = graph({k: tf.constant(np.asarray(v, dtype=str)) for k, v in body["inputs"].items()})
+        features, unknown, cut, repaired = graph({k: tf.constant(np.asarray(v, dtype=str))
+                                                  for k, v in body["inputs"].items()})
+        np.testing.assert_array_equal(repaired.numpy(), np.zeros(60))  # the file's numbers are all readable
         processed = prepare(None, self.later, preprocessing=self.state, cache_dir=self.cache, verbose=False)
         engine, _ = processed.take("all", np.arange(60))
         position = {line: i for i, line in enumerate(processed.source_lines("all").tolist())}
