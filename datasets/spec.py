@@ -45,7 +45,9 @@ Sections (every key is checked: an unknown one is refused by name, with the clos
   buckets fitted on training values (an id feature, roles user/cand/ctx); or `bars: true` (BARS' Criteo
   rule: missing -> 0, x > 2 -> floor(ln(x)^2), else int(x), as a category with `min_count`). list (role
   hist): `separator`
-  (CSV; Parquet/JSON lists are native), oldest first; it shares the vocabulary of the cand column of
+  (CSV; Parquet/JSON lists are native), oldest first, or `positions` N: one column per position (a
+  header name repeated N times, as Alimama's DMR sample writes `his_cate` 50 times, or name_1 ..
+  name_N), values equal to `padding` (default "") skipped; it shares the vocabulary of the cand column of
   the same feature name when there is one.
 - `history`: `{"from": "log", "fields": [...], "only": rule, "min_length": 0}`: each row's history is its
   user's rows strictly earlier in time (all rows, or those where the `only` rule holds), carrying the
@@ -102,7 +104,7 @@ _KEYS = {
     "label": ("column", "op", "value", "events", "negatives", "seed"),
     "time": ("column", "format", "utc_offset_hours", "derive", "on_error"),
     "column": ("role", "feature", "type", "min_count", "max_size", "hash_buckets", "log1p", "fill", "scale",
-               "buckets", "bars", "separator", "embedding_dim", "allow_label_column"),
+               "buckets", "bars", "separator", "positions", "padding", "embedding_dim", "allow_label_column"),
     "history": ("from", "fields", "only", "min_length", "feedback"),
     "statistics": ("keys", "prior_rows", "buckets"),
     "rule": ("column", "op", "value"),
@@ -393,7 +395,7 @@ class DataSpec:
                                                       f"{where} 'embedding_dim'", budget="embedding_dim")}
             allowed = {"categorical": ("min_count", "max_size", "hash_buckets"),
                        "numeric": ("log1p", "fill", "scale", "buckets", "bars", "min_count"),
-                       "list": ("min_count", "max_size", "hash_buckets", "separator")}[kind]
+                       "list": ("min_count", "max_size", "hash_buckets", "separator", "positions", "padding")}[kind]
             if options.get("allow_label_column", False) is not False:
                 if options["allow_label_column"] is not True:
                     raise ZooError(f"spec {where}: 'allow_label_column' should be true or absent")
@@ -418,6 +420,17 @@ class DataSpec:
                 if checked["separator"] is not None and (not isinstance(checked["separator"], str)
                                                          or not checked["separator"]):
                     raise ZooError(f"spec {where}: 'separator' should be a non-empty string")
+                if "positions" in options:  # one column per position: a repeated header name, or name_1 .. name_N
+                    checked["positions"] = _positive_int(options["positions"], f"{where} 'positions'",
+                                                         budget="sequence_length")
+                    if checked["separator"] is not None:
+                        raise ZooError(f"spec {where}: a list of 'positions' columns takes no 'separator'")
+                    padding = options.get("padding", "")
+                    if not isinstance(padding, str):
+                        raise ZooError(f"spec {where}: 'padding' should be the text of the padding value, e.g. \"0\"")
+                    checked["padding"] = padding
+                elif "padding" in options:
+                    raise ZooError(f"spec {where}: 'padding' goes with 'positions'")
             if kind == "numeric" and options.get("bars"):
                 if options["bars"] is not True or role not in ("user", "cand", "ctx"):
                     raise ZooError(f"spec {where}: bars: true makes a numeric an id (BARS' floor(ln(x)^2) token): "

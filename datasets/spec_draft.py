@@ -53,6 +53,26 @@ def _source_of(path, columns=None):
     return files, {"format": "csv", "delimiter": delimiter, "quote": '"', "header": True}
 
 
+def _position_groups(names):
+    """{base: [its columns in order]} of per-position columns: a header name repeated (a, a.1, a.2: numbered
+    by spec_reading.unique_names), or 3 or more columns <base>_1 .. <base>_N whose base names a sequence."""
+    import re
+
+    groups = {}
+    for name in names:
+        repeat = re.fullmatch(r"(.+)\.(\d+)", name)
+        if repeat and repeat.group(1) in names:
+            groups.setdefault(repeat.group(1), [repeat.group(1)]).append(name)
+    for name in names:
+        numbered = re.fullmatch(r"(.+?)_?(\d+)", name)
+        if numbered and numbered.group(2) == "1" and any(w in numbered.group(1).lower() for w in SEQUENCE_WORDS):
+            base, sep = numbered.group(1), name[len(numbered.group(1)):-1]
+            members = [f"{base}{sep}{k}" for k in range(1, len(names) + 1) if f"{base}{sep}{k}" in names]
+            if len(members) >= 3 and base not in groups and base not in names:
+                groups[base] = members
+    return groups
+
+
 def _is_number(text):
     try:
         float(text)
@@ -65,10 +85,7 @@ def _sample(files, source, sample_rows):
     from zoo.datasets.reading import Repairs
 
     source = dict(source, column_names=source.get("column_names"))
-    names = spec_reading.file_columns(files[0], source)
-    duplicated = sorted({name for name in names if names.count(name) > 1})
-    if duplicated:
-        raise ZooError(f"{files[0]}: column name(s) {', '.join(duplicated)} appear twice in the header")
+    names = spec_reading.file_columns(files[0], source)  # a repeated header name numbered: a, a.1, a.2
     chunks = spec_reading.read_chunks(files[0], source, names, Repairs(files[0]))
     chunk = next(chunks, None)
     if chunk is None:
@@ -124,7 +141,7 @@ def _constant_within(keys, values):
     return len(pairs) < len(keys)
 
 
-ID_WORDS = ("category", "cate", "brand", "shop", "seller", "store", "zip", "code")  # whole numbers that name things
+ID_WORDS = ("category", "cate", "brand", "shop", "seller", "store", "zip", "code", "customer", "campaign", "advertiser")  # whole numbers that name things
 SEQUENCE_WORDS = ("seq", "hist", "behav", "click", "sequence", "history", "recent")  # a list that is a history
 TRUE = ("1", "yes", "y", "true", "t")  # text labels read as 0/1, lower-cased
 FALSE = ("0", "no", "n", "false", "f")
@@ -266,7 +283,14 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
             spec[key] = locals()[key]
             notes[locals()[key]] += f"; given: the {key} key" if given[key] else f"; guess: the {key} key"
     columns = {}
-    skip = {label, time}
+    groups = _position_groups(names)
+    skip = {label, time} | {member for members in groups.values() for member in members}
+    for base, members in groups.items():  # one column per position: one list, a history
+        values = np.concatenate([text[m] for m in members]).astype(str)
+        padding = "0" if np.mean(values == "0") > 0.05 and set(values) - {"0", ""} else ""
+        columns[base] = {"role": "hist", "type": "list", "positions": len(members), "padding": padding}
+        notes[base] = (f"guess: {len(members)} per-position columns ({members[0]} .. {members[-1]}), one list, a "
+                       f"history{', padding ' + repr(padding) + ' skipped' if padding else ''}")
     labels = None if label is None else _sample_labels(spec["label"], chunk, rows)
     for name in names:
         if name in skip:

@@ -125,3 +125,35 @@ class SpecDraftTest(TestCase):
             DataSpec(spec)
         spec["columns"]["stars"]["allow_label_column"] = True
         self.assertTrue(DataSpec(spec).columns["stars"]["allow_label_column"])
+
+    def test_per_position_columns_become_one_list(self):
+        path = os.path.join(self.folder, "positions.csv")
+        rng = np.random.default_rng(2)
+        rows = []
+        with open(path, "w") as f:  # Alimama's DMR form: one header name per position, 0 as padding
+            f.write(",".join(["his_cate"] * 5 + ["uid", "cate_id", "target"]) + "\n")
+            for i in range(300):
+                filled = int(rng.integers(0, 6))
+                history = [0] * (5 - filled) + [int(v) for v in rng.integers(1, 40, size=filled)]
+                rows.append(history)
+                f.write(",".join(str(v) for v in history) + f",{i % 50},{int(rng.integers(1, 40))},{int(rng.random() < 0.4)}\n")
+        spec = draft(path, label="target")
+        self.assertEqual(spec["columns"]["his_cate"], dict(spec["columns"]["his_cate"], role="hist", type="list",
+                                                           positions=5, padding="0"))
+        self.assertEqual(spec["history"], {"from": "columns"})
+        def built(spec):
+            return prepare(spec, path, cache_dir=os.path.join(self.folder, "cache"), verbose=False)
+
+        processed = built(dict(spec, split={"by": "order", "fractions": [0.8, 0.1, 0.1]}))
+        tokens = processed.preprocessing()["fitted"]["his_cate"]["tokens"]
+        features, _ = processed.take("train", np.arange(processed.rows["train"]))
+        for k, line in enumerate(processed.source_lines("train")):
+            expected = [tokens.index(str(v)) + 1 for v in rows[line - 2] if v]  # oldest first, padding skipped
+            got = features["hist_his_cate"][k]
+            self.assertEqual(list(got[len(got) - len(expected):]) if expected else [], expected)
+            self.assertTrue(np.all(got[: len(got) - len(expected)] == 0))
+        named = dict(spec, columns={k: v for k, v in spec["columns"].items() if k != "his_cate"} | {
+            "his_cate": {"role": "hist", "type": "list"}})
+        with self.assertRaisesRegex(ZooError, r"column 'his_cate' appears 5 times in the header: a per-position list\? "
+                                              r"give it \"type\": \"list\", \"positions\": 5$"):
+            built(named)

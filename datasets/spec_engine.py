@@ -148,7 +148,10 @@ def _file_parts(spec, index, path, scoring, repairs, only=None, block_bytes=None
     wanted = spec.read_columns() if only is None else [name for name in spec.read_columns() if name in only]
     if not wanted:  # rows counted without a column of the spec's: the file's first, as text (none: every one)
         wanted = spec_reading.file_columns(path, spec.source)[:1]
-    present = spec_reading.check_columns(path, spec.source, wanted, optional)
+    positional = {name: o["positions"] for name, o in spec.columns.items()
+                  if o.get("positions") and (only is None or name in only)}
+    present, expanded = spec_reading.check_columns(path, spec.source, wanted, optional, positional)
+    present = present + [column for columns in expanded.values() for column in columns]
     labeled = label_column is None or label_column in present
     for chunk in spec_reading.read_chunks(path, spec.source, present, repairs, block_bytes):
         if not labeled:
@@ -172,6 +175,10 @@ def _file_parts(spec, index, path, scoring, repairs, only=None, block_bytes=None
             kind = spec.columns.get(name, {}).get("type", "categorical")
             if kind == "numeric":
                 part["numeric"][name] = spec_reading.as_numbers(chunk, name)[keep]
+            elif kind == "list" and name in expanded:  # per-position columns
+                tokens, lengths = spec_reading.position_lists(chunk, expanded[name], spec.columns[name]["padding"])
+                row_of = np.repeat(np.arange(chunk.rows), lengths)
+                part["list"][name] = (tokens[keep[row_of]], lengths[keep])
             elif kind == "list":
                 tokens, lengths = spec_reading.token_lists(chunk, name, spec.columns[name]["separator"])
                 row_of = np.repeat(np.arange(chunk.rows), lengths)

@@ -72,10 +72,46 @@ def _csv_header(path, source):
     return [name.strip() for name in next(reader)]
 
 
+def unique_names(names):
+    """The names with each repeat of a name numbered as pandas numbers it: a, a.1, a.2 (per-position columns
+    written under one name, as Alimama's 50 'his_cate' columns); a clash with a real column is refused."""
+    seen, out = {}, []
+    for name in names:
+        count = seen.get(name, 0)
+        seen[name] = count + 1
+        out.append(name if not count else f"{name}.{count}")
+    if len(set(out)) < len(out):
+        clash = next(n for n in out if out.count(n) > 1)
+        raise ZooError(f"the header's repeated names, numbered, clash with its column '{clash}'")
+    return out
+
+
+def positions(path, have, name, count):
+    """The `count` columns of the per-position list `name`: a header name repeated `count` times (name,
+    name.1, ...), or name_1 .. name_N, or name1 .. nameN; a one-line error when the file has no such run."""
+    for candidates in ([name] + [f"{name}.{k}" for k in range(1, count)], [f"{name}_{k}" for k in range(1, count + 1)],
+                       [f"{name}{k}" for k in range(1, count + 1)]):
+        if all(c in have for c in candidates):
+            return candidates
+    return_hint = sum(1 for c in have if c == name or c.startswith(name + "."))
+    raise ZooError(f"{path}: the list '{name}' has {count} positions, but the header holds "
+                   + (f"'{name}' {return_hint} time(s)" if return_hint else f"no {name}_1 .. {name}_{count}"))
+
+
+def position_lists(chunk, columns, padding):
+    """(flat tokens [T] object, lengths [n]) of a per-position list: the row's values in column order, empty
+    values and the `padding` value skipped."""
+    values = np.stack([np.asarray(as_text(chunk.columns[c]).to_numpy(zero_copy_only=False), dtype=object)
+                       for c in columns], axis=1) if columns else np.zeros((chunk.rows, 0), object)
+    values = np.char.strip(values.astype(str)) if values.size else values.astype(str)
+    keep = (values != "") & (values != padding)
+    return values[keep].astype(object), keep.sum(axis=1).astype(np.int64)
+
+
 def file_columns(path, source):
-    """The column names a file holds."""
+    """The column names a file holds (a CSV's repeated header names numbered: `unique_names`)."""
     if source["format"] == "csv":
-        return _csv_header(path, source)
+        return unique_names(_csv_header(path, source))
     if source["format"] == "parquet":
         import pyarrow.parquet as pq
 
@@ -96,16 +132,24 @@ def file_columns(path, source):
     return list(row)
 
 
-def check_columns(path, source, wanted, optional=()):
-    """Refuses a file that lacks a column the spec names (one line, with the file's columns)."""
+def check_columns(path, source, wanted, optional=(), positional=None):
+    """The columns of `wanted` the file holds, and {list: its position columns} of `positional` ({name:
+    count}); refuses, in one line, a file that lacks a column the spec names, and a repeated header name the
+    spec names as one column (a per-position list wants "positions")."""
     have = file_columns(path, source)
-    duplicated = sorted({name for name in have if have.count(name) > 1})
-    if duplicated:
-        raise ZooError(f"{path}: column name(s) {', '.join(duplicated)} appear twice in the header")
+    positional = positional or {}
+    expanded = {name: positions(path, have, name, count) for name, count in positional.items()}
     for name in wanted:
+        if name in positional:
+            continue
         if name not in have and name not in optional:
-            raise ZooError(f"{path}: column '{name}' named in the spec is absent (columns: {', '.join(have)})")
-    return [name for name in wanted if name in have]
+            shown = ", ".join(have[:40]) + (" ..." if len(have) > 40 else "")
+            raise ZooError(f"{path}: column '{name}' named in the spec is absent (columns: {shown})")
+        if f"{name}.1" in have:
+            count = sum(1 for c in have if c == name or c.startswith(name + ".") and c[len(name) + 1:].isdigit())
+            raise ZooError(f"{path}: column '{name}' appears {count} times in the header: a per-position list? give it "
+                           f"\"type\": \"list\", \"positions\": {count}")
+    return [name for name in wanted if name in have and name not in positional], expanded
 
 
 def read_chunks(path, source, columns, repairs, block_bytes=None):
@@ -135,11 +179,11 @@ def read_chunks(path, source, columns, repairs, block_bytes=None):
             return "error"  # pyarrow stops with ArrowInvalid; the message above is raised instead
 
         repairs.blank_lines += _empty_lines(path)
-        names = _csv_header(path, source)
+        names = unique_names(_csv_header(path, source))
         try:
             reader = pcsv.open_csv(
                 path,
-                read_options=pcsv.ReadOptions(column_names=None if source["header"] else names,
+                read_options=pcsv.ReadOptions(column_names=names, skip_rows=1 if source["header"] else 0,
                                               block_size=block_bytes),
                 parse_options=pcsv.ParseOptions(delimiter=source["delimiter"], quote_char=source["quote"] or False,
                                                 newlines_in_values=bool(source["quote"]), invalid_row_handler=invalid),

@@ -169,12 +169,16 @@ class Comparison(Reproduction):
                 per_seed = [_metrics(labels, users, s) for s in stacked]
                 best, aucs = resampled[name]
                 seeds = len(stacked)
-                test = paired_bootstrap(labels, stacked, np.repeat(scores[best][None], seeds, axis=0),
-                                        aucs=(aucs[offset:offset + seeds], np.repeat(aucs[:1], seeds, axis=0)))
                 entry[name] = {key: _spread([m[key] for m in per_seed if m[key] is not None])
                                for key in ("auc", "logloss", "gauc")}
+                try:
+                    test = paired_bootstrap(labels, stacked, np.repeat(scores[best][None], seeds, axis=0),
+                                            aucs=(aucs[offset:offset + seeds], np.repeat(aucs[:1], seeds, axis=0)))
+                except ZooError:  # too few rows of both classes to resample
+                    test = {"difference": float(np.mean([auc(labels, v) for v in stacked]) - auc(labels, scores[best])),
+                            "ci95": [float("nan"), float("nan")]}
                 entry[name]["vs_best_baseline"] = {"baseline": best, "difference": test["difference"],
-                                                   "ci95": test["ci95"], "beats": test["ci95"][0] > 0}
+                                                   "ci95": test["ci95"], "beats": bool(test["ci95"][0] > 0)}
             entry["best_seed"] = results[int(np.argmax([r["val_auc"] for r in results]))]["seed"]
             board["models"].append(entry)
             offset += len(results)

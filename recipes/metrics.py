@@ -167,6 +167,8 @@ def paired_bootstrap(labels, scores_a, scores_b, resamples=10_000, seed=0, chunk
         raise ZooError("paired_bootstrap: the resampled AUCs do not match the scores (one row per seed of each)")
     differences = (aucs_a - aucs_b).mean(axis=0)
     differences = differences[np.isfinite(differences)]
+    if not differences.size:
+        raise ZooError(f"no bootstrap resample of the {len(labels)} row(s) holds both classes: too few rows to compare")
     return {
         "difference": float(np.mean([auc(labels, a) - auc(labels, b) for a, b in zip(scores_a, scores_b)])),
         "mean": float(differences.mean()),
