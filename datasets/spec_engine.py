@@ -586,12 +586,8 @@ class _Build:
         out = {}
         for name, column in (("raw_user", self.spec.user), ("raw_item", self.spec.item)):
             text = self.data["text"].get(column) if column else None
-            if text is None:
-                continue
-            encoded = pc.dictionary_encode(text.combine_chunks() if isinstance(text, pa.ChunkedArray) else text)
-            hashed = np.array([int.from_bytes(hashlib.blake2b(v.encode(), digest_size=8).digest(), "little", signed=True)
-                               for v in encoded.dictionary.to_pylist()], np.int64)
-            out[name] = hashed[np.asarray(encoded.indices)] if len(hashed) else np.zeros(len(encoded), np.int64)
+            if text is not None:
+                out[name] = key_hashes(text)
         return out
 
     def _statistics(self, store, start, end, train):
@@ -805,6 +801,33 @@ class _Build:
             info["process"] = {"rank": self.group.rank, "size": self.group.size,
                                "shards": [int(n) for n in self.file_numbers]}
         return info
+
+
+def key_hashes(text):
+    """int64 [n]: a stable 64-bit hash (blake2b) of each text of an Arrow string array, the same in every read."""
+    import hashlib
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    encoded = pc.dictionary_encode(text.combine_chunks() if isinstance(text, pa.ChunkedArray) else text)
+    hashed = np.array([int.from_bytes(hashlib.blake2b(v.encode(), digest_size=8).digest(), "little", signed=True)
+                       for v in encoded.dictionary.to_pylist()], np.int64)
+    return hashed[np.asarray(encoded.indices)] if len(hashed) else np.zeros(len(encoded), np.int64)
+
+
+def read_keys(spec, files):
+    """The arrays zoo.recipes.baselines reads of every kept row of `files` (a spec's log, labelled): "labels",
+    "time" and the "user" and "item" key hashes (`key_hashes`), in file order."""
+    spec = DataSpec.read(spec)
+    data, _ = _read(spec, files, scoring=False)
+    arrays = {"labels": data["label"]}
+    if data["time"] is not None:
+        arrays["time"] = data["time"]
+    for name, column in (("user", spec.user), ("item", spec.item)):
+        if column:
+            arrays[name] = key_hashes(data["text"][column])
+    return arrays
 
 
 def _lerp(a, b, t):

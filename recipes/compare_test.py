@@ -71,6 +71,11 @@ class CompareTest(TestCase):
         kept = np.load(os.path.join(out, "cells", winner["model"], f"seed{winner['seed']}_later_scores.npy"))
         np.testing.assert_array_equal(scored.lines, np.arange(2, 82))
         np.testing.assert_allclose(scored.scores[order], kept, rtol=1e-5, atol=1e-6)
+        # evaluate_file with the training log as history: the same rows, scores and baselines as the comparison's
+        report = zoo.recipes.evaluate_file(winner["preset"], later, history_from=[log], verbose=0)
+        self.assertAlmostEqual(report["auc"], auc(np.load(os.path.join(out, "later_labels.npy")), kept), places=5)
+        for row in report["baselines"]["rows"]:
+            self.assertAlmostEqual(row["auc"], board["baselines"]["later"][row["name"]]["auc"], places=10)
         # a rerun (here from the command line) trains nothing and gives the same leaderboard
         status, printed, error = run_cli("compare", "din", "deepfm", "--data", log, "--spec", spec, "--out", out,
                                          "--seeds", "2", "--epochs", "1", "--later", later)

@@ -111,7 +111,9 @@ def evaluate_file(model, path, *, held_out="test", history_from=None, report_pat
     zoo.recipes.evaluate) of `model` (a model with a preprocessor, or a preset folder or name) on the
     labelled rows of the raw file `path` (Preprocessor.labelled: every row of a spec preset's file; a
     reader's own data gives its protocol's `held_out` split; `history_from`: earlier logs for the rows'
-    histories, not scored). report["data"] says which rows."""
+    histories, not scored). report["data"] says which rows. With `history_from` (a spec preset),
+    report["baselines"] stands the model beside the trivial baselines on the same rows, their rates read
+    from those earlier logs (zoo.recipes.baselines.compare)."""
     from zoo.recipes.data_check import check_schema
     from zoo.recipes.evaluate import evaluate
 
@@ -123,11 +125,32 @@ def evaluate_file(model, path, *, held_out="test", history_from=None, report_pat
                       user_key=preprocessor.user_key)
     report["data"] = {"path": os.fspath(path), "split": info["split"], "rows": what,
                       **({"history_from": [os.fspath(p) for p in history_from]} if history_from else {})}
+    if history_from and preprocessor.spec is not None and not preprocessor.spec["label"].get("events"):
+        report["baselines"] = _against_baselines(model, preprocessor, path, history_from, dataset)
     if report_path is not None:
         from zoo.recipes.evaluate import write_report
 
         write_report(report, report_path)
     return report
+
+
+def _against_baselines(model, preprocessor, path, history_from, dataset):
+    """zoo.recipes.baselines.compare of the model's scores of the rows of `path` against the baselines on
+    the same rows, fitted on the earlier logs (`history_from`: as the preset's training log, the rates'
+    rows) and the scored rows strictly earlier; None when the rows cannot be resampled."""
+    from zoo.datasets import spec_reading
+    from zoo.datasets.spec_engine import read_keys
+    from zoo.recipes.baselines import baseline_scores, compare, split_arrays
+    from zoo.recipes.evaluate import predict_rows
+
+    spec = preprocessor.spec
+    files = [f for earlier in history_from for f in spec_reading.source_files(earlier, spec["source"]["format"])]
+    rows = split_arrays(preprocessor.processed(path, history_from=history_from), "all")
+    labels, scores, _ = predict_rows(model, dataset)
+    try:
+        return compare(labels, scores, baseline_scores(read_keys(spec, files), rows))
+    except ZooError:  # too few rows of both classes
+        return None
 
 
 def calibrate_file(model, path, method="platt", *, keep="if_better", held_out="validation", history_from=None,

@@ -629,6 +629,10 @@ def _evaluate(args):
                                            verbose=_progress())
         if report["data"]["split"] != "all":
             print(f"evaluate: {report['data']['rows']}")
+        if report.get("baselines"):
+            from zoo.recipes.baselines import summary_line
+
+            print(summary_line(model.registered_name, report["baselines"]))
     else:
         data, user_key = _simulated_labelled_data(args, model, "test")
         report = zoo.recipes.evaluate(model, data, report_path=args.report, plots_dir=args.plots,
