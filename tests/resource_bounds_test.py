@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import keras
+
 import zoo
 from tests.model_configs import SMALL
 from tests.testing import ROOT, TestCase, small_simulator
@@ -114,8 +116,14 @@ class ResourceBoundsTest(TestCase):
         env = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3", TF_ENABLE_ONEDNN_OPTS="0",
                    TF_NUM_INTEROP_THREADS="1", TF_NUM_INTRAOP_THREADS="1", JAX_PLATFORMS="cpu",
                    CUDA_VISIBLE_DEVICES="")
-        result = subprocess.run([sys.executable, "-c", OUT_OF_MEMORY], env=env, capture_output=True, text=True,
-                                timeout=600, cwd=ROOT)
+        for attempt in range(3):
+            result = subprocess.run([sys.executable, "-c", OUT_OF_MEMORY], env=env, capture_output=True, text=True,
+                                    timeout=600, cwd=ROOT)
+            # TensorFlow only: an allocation outside its allocator that fails under the cap (std::bad_alloc, the
+            # process aborted) is TensorFlow's, not the zoo's to turn into a line; seen in 1 of ~5 full-suite runs
+            # even with 2 GB of headroom, so the run is tried again (at most 3 times) rather than counted
+            if not (result.returncode == -6 and "std::bad_alloc" in result.stderr and keras.backend.backend() == "tensorflow"):
+                break
         self.assertEqual(result.returncode, 0, result.stderr[-3000:])
         lines = [line for line in result.stdout.splitlines() if line.split(" ")[0] in ("ZOOERROR", "SCORED", "SAME")]
         self.assertEqual(lines[-1], "SAME True True", result.stdout)
