@@ -32,7 +32,7 @@ from zoo.datasets import fitted as fitted_state
 from zoo.datasets import spec_reading
 from zoo.datasets.reading import Repairs
 from zoo.datasets.process_group import ProcessGroup
-from zoo.datasets.spec import DataSpec
+from zoo.datasets.spec import BUDGET, DataSpec
 from zoo.errors import ZooError
 from zoo.feature import Feature
 from zoo.schema import Schema
@@ -578,11 +578,6 @@ class _Build:
         """{"raw_user", "raw_item": [n] int64}: a stable 64-bit hash of each row's user and item as the file
         writes them (the same in every read, unlike the fitted ids that map every unseen key to OOV), kept
         beside the samples for the baselines (zoo.recipes.baselines)."""
-        import hashlib
-
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
         out = {}
         for name, column in (("raw_user", self.spec.user), ("raw_item", self.spec.item)):
             text = self.data["text"].get(column) if column else None
@@ -633,9 +628,9 @@ class _Build:
             encoded = pc.dictionary_encode(text)
             codes = np.asarray(encoded.indices)
             values = encoded.dictionary.to_pylist()
-            if len(values) > 1 << 24:
+            if len(values) > BUDGET["max_size"]:
                 raise ZooError(f"spec 'statistics.keys': '{key}' holds {len(values):,} distinct values, past the "
-                               f"budget of {1 << 24:,} (a table of counts per value)")
+                               f"budget of {BUDGET['max_size']:,} (a table of counts per value)")
             counts = np.bincount(codes, minlength=len(values))
             positives = np.bincount(codes, weights=data["label"].astype(np.float64), minlength=len(values))
             self.states[name] = {"kind": "statistics", "key": key, "values": values,

@@ -1,16 +1,16 @@
 """Running statistics: the industry's oldest CTR features, from rows strictly earlier in time only.
 
 For a key (the user, the item, a category), each row gets the number of the key's earlier rows, their
-positives and a smoothed rate; a data spec's `statistics` section turns them into three numeric features
-per key (zoo.datasets.spec):
+positives and a smoothed rate; a data spec's `statistics` section turns them into three features per key
+(zoo.datasets.spec):
 
     seen      = rows before
     positives = positives before
     rate      = (positives before + a p) / (rows before + a)     (a = prior_rows, p = the training rate)
 
 then each cut into equal-frequency buckets fitted on the training rows: ids of the key's group (a
-candidate's key, the item: ids that each of M candidates carries; the user's: profile features). "Before" is strictly earlier in time:
-rows at one time do not see each other, and no row sees its own label (zoo.recipes.baselines' user
+candidate's key, the item: ids that each of M candidates carries; the user's: profile features).
+"Before" is strictly earlier in time: rows at one time do not see each other, and no row sees its own label (zoo.recipes.baselines' user
 running rate is the same count). The arithmetic lives here once, for the engine, the raw signature's
 constants and the baselines.
 """
@@ -39,10 +39,15 @@ def earlier_counts(keys, times, labels):
     return rows[back], positives[back]
 
 
+def smoothed_rate(positives, rows, prior, prior_rows):
+    """(positives + a p) / (rows + a): the rate pulled toward the prior p by a = prior_rows pseudo-rows."""
+    return (positives + prior_rows * prior) / (rows + prior_rows)
+
+
 def raw_values(rows, positives, prior, prior_rows):
     """[n, 3] float64: (rows, positives, smoothed rate) before the transform."""
     rows, positives = np.asarray(rows, np.float64), np.asarray(positives, np.float64)
-    return np.stack([rows, positives, (positives + prior_rows * prior) / (rows + prior_rows)], axis=1)
+    return np.stack([rows, positives, smoothed_rate(positives, rows, prior, prior_rows)], axis=1)
 
 
 def fit(values, train, buckets):

@@ -18,14 +18,14 @@ bootstrap of the model's AUC against it (zoo.recipes.metrics.paired_bootstrap).
 
 import numpy as np
 
-from zoo.datasets.statistics import earlier_counts
+from zoo.datasets.statistics import earlier_counts, smoothed_rate
 from zoo.recipes.metrics import auc, logloss, paired_bootstrap
 
 PRIOR_ROWS = 10.0  # the smoothing's pseudo-rows at the global rate
 
 
 def _smoothed(positives, rows, prior):
-    return (positives + PRIOR_ROWS * prior) / (rows + PRIOR_ROWS)
+    return smoothed_rate(positives, rows, prior, PRIOR_ROWS)
 
 
 def _logistic(x, y, steps=200):

@@ -42,6 +42,7 @@ import numpy as np
 
 from zoo.datasets.spec import DataSpec, feature_name
 from zoo.datasets.spec_reading import MAX_TIME
+from zoo.datasets.statistics import smoothed_rate
 from zoo.errors import ZooError
 
 ISO_ZONE = r"(Z|[+-]\d\d:?\d\d)$"
@@ -186,6 +187,18 @@ def parse_times(text, fmt):
     return tf.cast(tf.floor(tf.where(valid, values, 0.0)), tf.int64), valid
 
 
+def _bucket_ids(values, edges):
+    """int32 ids 1..len(edges)+1 of float64 values among sorted bucket edges (np.searchsorted's "right"); no
+    edge (one value on every training row): id 1."""
+    import tensorflow as tf
+
+    if not len(edges):
+        return tf.ones_like(values, tf.int32)
+    flat = tf.reshape(values, (1, -1))
+    ids = tf.searchsorted(tf.constant(np.asarray(edges, np.float64).reshape(1, -1)), flat, side="right") + 1
+    return tf.reshape(tf.cast(ids, tf.int32), tf.shape(values))
+
+
 # ---------------------------------------------------------------------------------------- the graph
 class RawPreprocessing:
     """The fitted preprocessing of a spec as TensorFlow ops (tables built once, at export)."""
@@ -240,9 +253,7 @@ class RawPreprocessing:
             values = tf.sign(values) * tf.math.log1p(tf.abs(values))
         values = tf.where(tf.math.is_nan(values), tf.constant(fitted["fill"], tf.float64), values)
         if "edges" in fitted:
-            edges = tf.constant(np.asarray(fitted["edges"], np.float64).reshape(1, -1))
-            flat = tf.reshape(values, (1, -1))
-            return tf.reshape(tf.cast(tf.searchsorted(edges, flat, side="right") + 1, tf.int32), tf.shape(values))
+            return _bucket_ids(values, fitted["edges"])
         if "std" in fitted:
             values = (values - fitted["mean"]) / fitted["std"]
         return tf.cast(values, tf.float32)
@@ -263,15 +274,10 @@ class RawPreprocessing:
             rows = tf.gather(tf.constant(np.r_[0.0, np.asarray(state["rows"], np.float64)]), index)
             positives = tf.gather(tf.constant(np.r_[0.0, np.asarray(state["positives"], np.float64)]), index)
         prior_rows = float(spec.statistics["prior_rows"])
-        values = [rows, positives, (positives + prior_rows * prior) / (rows + prior_rows)]
+        values = [rows, positives, smoothed_rate(positives, rows, prior, prior_rows)]  # (tensors, the same arithmetic)
         out = {}
         for i, (name, value) in enumerate(zip(names, values)):
-            if not state["edges"][i]:  # one value on every training row: one bucket
-                out[f"{group}_{name}"] = tf.ones_like(value, tf.int32)
-                continue
-            edges = tf.constant(np.asarray(state["edges"][i], np.float64).reshape(1, -1))
-            ids = tf.searchsorted(edges, tf.reshape(value, (1, -1)), side="right") + 1
-            out[f"{group}_{name}"] = tf.reshape(tf.cast(ids, tf.int32), tf.shape(value))
+            out[f"{group}_{name}"] = _bucket_ids(value, state["edges"][i])
         return out
 
     def _history(self, fields, times, request_time):
