@@ -109,3 +109,35 @@ def check(config):
         rule = RULES.get(name)
         if rule is not None and not rule.admits(value):
             raise ZooError(f"{name} is {value!r}{_kind(value)}; it must be {rule.describe()}")
+
+
+def _normalised(rule, value):
+    """`value` (admitted by `rule`) as the plain Python type its kind stores: int, float, a tuple of ints."""
+    if value is None or rule.kind == "text":
+        return value
+    if rule.kind == "units":
+        return tuple(int(v) for v in value)
+    return {"int": int, "number": float, "bool": bool}[rule.kind](value)
+
+
+def declared(model, values):
+    """A model's hyperparameters `values` (name -> value, as its __init__ received them) checked by RULES and
+    normalised (ints, floats, tuples of ints): what `ZooModel` passes to the model's __init__ and stores as
+    its attributes. A bad value is one ZooError line "<model>: <name> is <value>; it must be ..." (for a list,
+    the first bad item is named). Names without a rule are passed on as they are."""
+    out = {}
+    for name, value in values.items():
+        rule = RULES.get(name)
+        if rule is None:
+            out[name] = value
+            continue
+        if not rule.admits(value):
+            if rule.kind == "units" and isinstance(value, (list, tuple)) and value:
+                item = Rule("int", low=rule.low)
+                bad = next((v for v in value if not item.admits(v)), value)
+                if bad is not value:
+                    raise ZooError(f"{model}: {name} is {bad!r}{_kind(bad)} (in {value!r}); it must be "
+                                   f"{rule.describe()}")
+            raise ZooError(f"{model}: {name} is {value!r}{_kind(value)}; it must be {rule.describe()}")
+        out[name] = _normalised(rule, value)
+    return out

@@ -37,13 +37,6 @@ class AttnRes(ZooModel):
         )
         schema, inputs, pctr = ctr_transformer_graph(schema, connector, width)
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)
-        self.schema = schema
-        self.num_layers = num_layers
-        self.width = width
-        self.num_heads = num_heads
-        self.dropout = dropout
-        self.num_blocks = num_blocks
-        self.weighting = weighting
 
     def introspect(self, features):
         """alpha [L, B+1] and alpha_negative_fraction [L, B+1] (NumPy); gamma entries are None."""

@@ -3,10 +3,9 @@ from keras import ops
 
 from zoo.layers.dice_mlp import DiceMLP
 from zoo.layers.interacting_layer import InteractingLayer
-from zoo.models.interaction_parts import check_momentum, check_size, check_units, field_tokens
+from zoo.models.interaction_parts import field_tokens
 from zoo.models.zoo_model import ZooModel
 from zoo.registry import register
-from zoo.schema import Schema
 
 
 @register(
@@ -46,12 +45,6 @@ class AutoInt(ZooModel):
     """
 
     def __init__(self, schema, num_layers=3, num_heads=2, head_dim=32, mlp_units=(), dice_momentum=0.9, **kwargs):
-        num_layers = check_size("autoint", "num_layers", num_layers)
-        num_heads = check_size("autoint", "num_heads", num_heads)
-        head_dim = check_size("autoint", "head_dim", head_dim)
-        mlp_units = check_units("autoint", "mlp_units", mlp_units)
-        dice_momentum = check_momentum("autoint", dice_momentum)
-        schema = Schema.from_dict(schema)
         inputs = schema.inputs()
         _, tokens = field_tokens("autoint", schema, inputs)  # [B, M, F, k]
         m, num_fields = tokens.shape[1], tokens.shape[2]
@@ -62,9 +55,3 @@ class AutoInt(ZooModel):
         logit = DiceMLP(mlp_units, dice_momentum=dice_momentum, name="mlp")(x)
         pctr = keras.layers.Activation("sigmoid", name="pctr")(ops.squeeze(logit, axis=-1))
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)
-        self.schema = schema
-        self.num_layers = num_layers
-        self.num_heads = num_heads
-        self.head_dim = head_dim
-        self.mlp_units = mlp_units
-        self.dice_momentum = dice_momentum

@@ -1,5 +1,6 @@
-"""Pieces shared by the SUAN paper's baselines (hstu, can, sim_soft, sim_hard, eta, twin): argument checks,
-the time gaps between candidates and behaviours, SIM's two stages, and the common prediction layer.
+"""Pieces shared by the SUAN paper's baselines (hstu, can, sim_soft, sim_hard, eta, twin): the check of k
+against L (each argument's own range is its rule in zoo.hyperparameters), the time gaps between candidates
+and behaviours, SIM's two stages, and the common prediction layer.
 
 SUAN §4.1.4 gives every compared model the same prediction layer (an MLP with Dice); here that is
 DIN's head: DiceMLP over [the model's interest vector(s), user, ctx, num] -> `pctr` [B, M].
@@ -20,20 +21,6 @@ def check_size(model, name, value):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ZooError(f"{model}: {name} is {value!r}; it must be an integer >= 1")
     return int(value)
-
-
-def check_units(model, name, units):
-    """`units` (hidden widths) as a tuple of ints >= 1."""
-    if isinstance(units, (str, bytes)) or not hasattr(units, "__iter__"):
-        raise ZooError(f"{model}: {name} is {units!r}; it must be a list of integers >= 1")
-    return tuple(check_size(model, name, width) for width in units)
-
-
-def check_momentum(model, momentum):
-    """dice_momentum as a float in [0, 1)."""
-    if isinstance(momentum, bool) or not isinstance(momentum, (int, float, np.floating)) or not 0 <= momentum < 1:
-        raise ZooError(f"{model}: dice_momentum is {momentum!r}; it must lie in [0, 1)")
-    return float(momentum)
 
 
 def check_top_k(model, k, schema):

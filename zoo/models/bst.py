@@ -5,11 +5,10 @@ from zoo.errors import ZooError
 from zoo.layers.causal_transformer_block import CausalTransformerBlock
 from zoo.layers.feature_embedding import FeatureEmbedding
 from zoo.layers.time_gap_embedding import TimeGapEmbedding
-from zoo.models.baseline_parts import check_momentum, check_size, check_units, dice_head
-from zoo.models.sequence_parts import check_dropout, check_heads
+from zoo.models.baseline_parts import dice_head
+from zoo.models.sequence_parts import check_heads
 from zoo.models.zoo_model import ZooModel
 from zoo.registry import register
-from zoo.schema import Schema
 
 
 @register(
@@ -65,17 +64,8 @@ class BST(ZooModel):
     def __init__(self, schema, num_heads=8, num_layers=1, position_dim=8, time_buckets=32, ffn_dim=None,
                  dropout=0.2, mlp_units=(200, 80), dice_momentum=0.9, **kwargs):
         name = "bst"
-        num_heads = check_size(name, "num_heads", num_heads)
-        num_layers = check_size(name, "num_layers", num_layers)
-        position_dim = check_size(name, "position_dim", position_dim)
-        time_buckets = check_size(name, "time_buckets", time_buckets)
         if not 2 <= time_buckets <= 32:
             raise ZooError(f"{name}: time_buckets is {time_buckets}; it must lie in 2..32")
-        ffn_dim = None if ffn_dim is None else check_size(name, "ffn_dim", ffn_dim)
-        dropout = check_dropout(name, dropout)
-        mlp_units = check_units(name, "mlp_units", mlp_units)
-        dice_momentum = check_momentum(name, dice_momentum)
-        schema = Schema.from_dict(schema)
         schema.require(name, time=True, groups=("hist", "cand"))
         dims = {f.name: f.embedding_dim for f in schema.group("hist") + schema.group("cand")}
         token_width = sum(dims[field] for field in schema.sequence_fields())  # D, FeatureEmbedding's token
@@ -104,12 +94,3 @@ class BST(ZooModel):
         pooled = ops.sum(x[:, :, :-1] * seen, axis=2) / ops.maximum(ops.sum(seen, axis=2), 1.0)  # [B, M, w]
         pctr = dice_head([target, pooled, embedded["cand"]], embedded, schema, mlp_units, dice_momentum)
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)
-        self.schema = schema
-        self.num_heads = num_heads
-        self.num_layers = num_layers
-        self.position_dim = position_dim
-        self.time_buckets = time_buckets
-        self.ffn_dim = ffn_dim
-        self.dropout = dropout
-        self.mlp_units = mlp_units
-        self.dice_momentum = dice_momentum

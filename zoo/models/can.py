@@ -4,10 +4,9 @@ from zoo.errors import ZooError
 from zoo.layers.co_action_unit import CoActionUnit
 from zoo.layers.feature_embedding import FeatureEmbedding
 from zoo.layers.target_attention import TargetAttention
-from zoo.models.baseline_parts import check_momentum, check_size, check_units, dice_head
+from zoo.models.baseline_parts import dice_head
 from zoo.models.zoo_model import ZooModel
 from zoo.registry import register
-from zoo.schema import Schema
 
 
 @register(
@@ -51,15 +50,8 @@ class CAN(ZooModel):
     def __init__(self, schema, attention_units=(80, 40), micro_mlp_units=(8, 4), feed_dim=16, orders=3,
                  mlp_units=(200, 80), dice_momentum=0.9, **kwargs):
         name = "can"
-        attention_units = check_units(name, "attention_units", attention_units)
-        micro_mlp_units = check_units(name, "micro_mlp_units", micro_mlp_units)
         if not micro_mlp_units:
             raise ZooError(f"{name}: micro_mlp_units is empty; the co-action micro-MLP needs at least one layer")
-        feed_dim = check_size(name, "feed_dim", feed_dim)
-        orders = check_size(name, "orders", orders)
-        mlp_units = check_units(name, "mlp_units", mlp_units)
-        dice_momentum = check_momentum(name, dice_momentum)
-        schema = Schema.from_dict(schema)
         schema.require(name, groups=("hist", "cand"))
         fields = [f for f in schema.field_names("cand") if f in schema.field_names("hist")]
         if not fields:
@@ -79,10 +71,3 @@ class CAN(ZooModel):
             parts.append(CoActionUnit(micro_mlp_units, orders, name=f"co_action_{field}")(induction, feed, visible))
         pctr = dice_head(parts, embedded, schema, mlp_units, dice_momentum)
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)
-        self.schema = schema
-        self.attention_units = attention_units
-        self.micro_mlp_units = micro_mlp_units
-        self.feed_dim = feed_dim
-        self.orders = orders
-        self.mlp_units = mlp_units
-        self.dice_momentum = dice_momentum

@@ -36,9 +36,3 @@ class CTRTransformer(ZooModel):
         )
         schema, inputs, pctr = ctr_transformer_graph(schema, connector, width)
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)
-        self.schema = schema
-        self.num_layers = num_layers
-        self.width = width
-        self.num_heads = num_heads
-        self.dropout = dropout
-        self.residual_matrix = residual_matrix

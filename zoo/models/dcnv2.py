@@ -3,17 +3,9 @@ from keras import ops
 from keras_rs.layers import FeatureCross
 
 from zoo.layers.dice_mlp import DiceMLP
-from zoo.models.interaction_parts import (
-    check_choice,
-    check_momentum,
-    check_size,
-    check_units,
-    field_tokens,
-    flatten_fields,
-)
+from zoo.models.interaction_parts import check_choice, field_tokens, flatten_fields
 from zoo.models.zoo_model import ZooModel
 from zoo.registry import register
-from zoo.schema import Schema
 
 STRUCTURES = ("stacked", "parallel")
 
@@ -70,13 +62,7 @@ class DCNV2(ZooModel):
         dice_momentum=0.9,
         **kwargs,
     ):
-        num_cross_layers = check_size("dcnv2", "num_cross_layers", num_cross_layers)
-        if projection_dim is not None:
-            projection_dim = check_size("dcnv2", "projection_dim", projection_dim)
         structure = check_choice("dcnv2", "structure", structure, STRUCTURES)
-        mlp_units = check_units("dcnv2", "mlp_units", mlp_units)
-        dice_momentum = check_momentum("dcnv2", dice_momentum)
-        schema = Schema.from_dict(schema)
         inputs = schema.inputs()
         _, tokens = field_tokens("dcnv2", schema, inputs)
         x0 = flatten_fields(tokens)  # [B, M, F k]
@@ -90,9 +76,3 @@ class DCNV2(ZooModel):
             logit = keras.layers.Dense(1, use_bias=False, name="cross_logit")(x) + deep(x0)
         pctr = keras.layers.Activation("sigmoid", name="pctr")(ops.squeeze(logit, axis=-1))
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)
-        self.schema = schema
-        self.num_cross_layers = num_cross_layers
-        self.projection_dim = projection_dim
-        self.structure = structure
-        self.mlp_units = mlp_units
-        self.dice_momentum = dice_momentum

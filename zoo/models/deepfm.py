@@ -3,10 +3,9 @@ from keras import ops
 
 from zoo.layers.dice_mlp import DiceMLP
 from zoo.layers.factorization_machine import FactorizationMachine
-from zoo.models.interaction_parts import check_momentum, check_units, field_tokens, first_order, flatten_fields
+from zoo.models.interaction_parts import field_tokens, first_order, flatten_fields
 from zoo.models.zoo_model import ZooModel
 from zoo.registry import register
-from zoo.schema import Schema
 
 
 @register(
@@ -46,15 +45,9 @@ class DeepFM(ZooModel):
     """
 
     def __init__(self, schema, mlp_units=(200, 80), dice_momentum=0.9, **kwargs):
-        mlp_units = check_units("deepfm", "mlp_units", mlp_units)
-        dice_momentum = check_momentum("deepfm", dice_momentum)
-        schema = Schema.from_dict(schema)
         inputs = schema.inputs()
         _, tokens = field_tokens("deepfm", schema, inputs, embeddings_initializer="normal")  # [B, M, F, k]
         y_fm = FactorizationMachine(name="fm")(tokens, first_order(schema, inputs, embeddings_initializer="normal"))
         y_dnn = DiceMLP(mlp_units, dice_momentum=dice_momentum, name="mlp")(flatten_fields(tokens))  # [B, M, 1]
         pctr = keras.layers.Activation("sigmoid", name="pctr")(ops.squeeze(y_fm + y_dnn, axis=-1))
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)
-        self.schema = schema
-        self.mlp_units = mlp_units
-        self.dice_momentum = dice_momentum

@@ -26,8 +26,3 @@ class DenseFormer(ZooModel):
         connector = DenseFormerStack(num_layers=num_layers, num_heads=num_heads, dropout=dropout, name="connector")
         schema, inputs, pctr = ctr_transformer_graph(schema, connector, width)
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)
-        self.schema = schema
-        self.num_layers = num_layers
-        self.width = width
-        self.num_heads = num_heads
-        self.dropout = dropout

@@ -58,16 +58,6 @@ class DeResP(ZooModel):
         )
         schema, inputs, pctr = ctr_transformer_graph(schema, connector, width)
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)
-        self.schema = schema
-        self.num_layers = num_layers
-        self.width = width
-        self.num_heads = num_heads
-        self.num_blocks = num_blocks
-        self.weighting = weighting
-        self.fusion = fusion
-        self.feed = feed
-        self.residual_matrix = residual_matrix
-        self.dropout = dropout
 
     def introspect(self, features):
         """alpha [L, B+1], alpha_negative_fraction [L, B+1], gamma_mean [L], gamma_std [L] (NumPy)."""

@@ -6,7 +6,6 @@ from zoo.layers.feature_embedding import FeatureEmbedding
 from zoo.layers.target_attention import TargetAttention
 from zoo.models.zoo_model import ZooModel
 from zoo.registry import register
-from zoo.schema import Schema
 
 
 @register(
@@ -35,7 +34,6 @@ class DIN(ZooModel):
     """
 
     def __init__(self, schema, attention_units=(80, 40), mlp_units=(200, 80), dice_momentum=0.9, **kwargs):
-        schema = Schema.from_dict(schema)
         schema.require("din", groups=("hist", "cand"))
         inputs = schema.inputs()
         embedded = FeatureEmbedding(schema, embeddings_initializer="normal", name="embedding")(inputs)
@@ -51,7 +49,3 @@ class DIN(ZooModel):
         logit = DiceMLP(mlp_units, dice_momentum=dice_momentum, name="mlp")(ops.concatenate(parts, axis=-1))
         pctr = keras.layers.Activation("sigmoid", name="pctr")(ops.squeeze(logit, axis=-1))
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)
-        self.schema = schema
-        self.attention_units = tuple(attention_units)
-        self.mlp_units = tuple(mlp_units)
-        self.dice_momentum = dice_momentum

@@ -4,17 +4,9 @@ from keras import ops
 
 from zoo.layers.feature_embedding import FeatureEmbedding
 from zoo.layers.sim_hash import SimHash
-from zoo.models.baseline_parts import (
-    check_momentum,
-    check_size,
-    check_top_k,
-    check_units,
-    dice_head,
-    search_then_attend,
-)
+from zoo.models.baseline_parts import check_top_k, dice_head, search_then_attend
 from zoo.models.zoo_model import ZooModel
 from zoo.registry import register
-from zoo.schema import Schema
 
 
 def candidate_field_mask(schema):
@@ -72,15 +64,8 @@ class ETA(ZooModel):
     def __init__(self, schema, k=50, num_bits=64, num_heads=2, attention_dim=32, time_embedding_dim=8,
                  mlp_units=(200, 80), dice_momentum=0.9, **kwargs):
         name = "eta"
-        schema = Schema.from_dict(schema)
         schema.require(name, time=True, groups=("hist", "cand"))
-        k = check_top_k(name, k, schema)
-        num_bits = check_size(name, "num_bits", num_bits)
-        num_heads = check_size(name, "num_heads", num_heads)
-        attention_dim = check_size(name, "attention_dim", attention_dim)
-        time_embedding_dim = check_size(name, "time_embedding_dim", time_embedding_dim)
-        mlp_units = check_units(name, "mlp_units", mlp_units)
-        dice_momentum = check_momentum(name, dice_momentum)
+        check_top_k(name, k, schema)
         inputs = schema.inputs()
         embedded = FeatureEmbedding(schema, name="embedding")(inputs)
         candidates = embedded["cand"]
@@ -93,11 +78,3 @@ class ETA(ZooModel):
         )
         pctr = dice_head([interest, candidates], embedded, schema, mlp_units, dice_momentum)
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)
-        self.schema = schema
-        self.k = k
-        self.num_bits = num_bits
-        self.num_heads = num_heads
-        self.attention_dim = attention_dim
-        self.time_embedding_dim = time_embedding_dim
-        self.mlp_units = mlp_units
-        self.dice_momentum = dice_momentum

@@ -4,18 +4,9 @@ from keras import ops
 from zoo.layers.bilinear_interaction import TYPES, BilinearInteraction
 from zoo.layers.dice_mlp import DiceMLP
 from zoo.layers.senet import SENET
-from zoo.models.interaction_parts import (
-    check_choice,
-    check_momentum,
-    check_size,
-    check_units,
-    field_tokens,
-    first_order,
-    flatten_fields,
-)
+from zoo.models.interaction_parts import check_choice, field_tokens, first_order, flatten_fields
 from zoo.models.zoo_model import ZooModel
 from zoo.registry import register
-from zoo.schema import Schema
 
 
 @register(
@@ -63,11 +54,7 @@ class FiBiNET(ZooModel):
         dice_momentum=0.9,
         **kwargs,
     ):
-        reduction_ratio = check_size("fibinet", "reduction_ratio", reduction_ratio)
         bilinear_type = check_choice("fibinet", "bilinear_type", bilinear_type, TYPES)
-        mlp_units = check_units("fibinet", "mlp_units", mlp_units)
-        dice_momentum = check_momentum("fibinet", dice_momentum)
-        schema = Schema.from_dict(schema)
         inputs = schema.inputs()
         _, tokens = field_tokens("fibinet", schema, inputs)  # E [B, M, f, k]
         senet = SENET(reduction_ratio, name="senet")(tokens)  # V
@@ -78,8 +65,3 @@ class FiBiNET(ZooModel):
         linear = ops.sum(first_order(schema, inputs), axis=-1)  # sum_i w_i x_i [B, M]
         pctr = keras.layers.Activation("sigmoid", name="pctr")(ops.squeeze(y_d, axis=-1) + linear)
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)
-        self.schema = schema
-        self.reduction_ratio = reduction_ratio
-        self.bilinear_type = bilinear_type
-        self.mlp_units = mlp_units
-        self.dice_momentum = dice_momentum

@@ -5,7 +5,6 @@ from zoo.layers.factorization_machine import FactorizationMachine
 from zoo.models.interaction_parts import field_tokens, first_order
 from zoo.models.zoo_model import ZooModel
 from zoo.registry import register
-from zoo.schema import Schema
 
 
 @register(
@@ -41,11 +40,9 @@ class FM(ZooModel):
     """
 
     def __init__(self, schema, **kwargs):
-        schema = Schema.from_dict(schema)
         inputs = schema.inputs()
         _, factors = field_tokens("fm", schema, inputs)  # v_i x_i [B, M, F, k]
         linear = first_order(schema, inputs)  # w_i x_i [B, M, F]
         logit = FactorizationMachine(name="fm")(factors, linear)  # [B, M, 1]
         pctr = keras.layers.Activation("sigmoid", name="pctr")(ops.squeeze(logit, axis=-1))
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)
-        self.schema = schema

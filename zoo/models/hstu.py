@@ -2,10 +2,9 @@ import keras
 
 from zoo.layers.feature_embedding import FeatureEmbedding
 from zoo.layers.hstu_layer import HSTULayer
-from zoo.models.baseline_parts import check_momentum, check_size, check_units, dice_head
+from zoo.models.baseline_parts import dice_head
 from zoo.models.zoo_model import ZooModel
 from zoo.registry import register
-from zoo.schema import Schema
 
 
 @register(
@@ -56,13 +55,6 @@ class HSTU(ZooModel):
     def __init__(self, schema, num_layers=2, num_heads=2, attention_dim=25, linear_dim=25, mlp_units=(200, 80),
                  dice_momentum=0.9, **kwargs):
         name = "hstu"
-        num_layers = check_size(name, "num_layers", num_layers)
-        num_heads = check_size(name, "num_heads", num_heads)
-        attention_dim = check_size(name, "attention_dim", attention_dim)
-        linear_dim = check_size(name, "linear_dim", linear_dim)
-        mlp_units = check_units(name, "mlp_units", mlp_units)
-        dice_momentum = check_momentum(name, dice_momentum)
-        schema = Schema.from_dict(schema)
         schema.require(name, time=True, groups=("hist", "cand"))
         inputs = schema.inputs()
         embedded = FeatureEmbedding(schema, name="embedding")(inputs)
@@ -74,10 +66,3 @@ class HSTU(ZooModel):
               inputs["cand_time"])
         pctr = dice_head([candidates], embedded, schema, mlp_units, dice_momentum)
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)
-        self.schema = schema
-        self.num_layers = num_layers
-        self.num_heads = num_heads
-        self.attention_dim = attention_dim
-        self.linear_dim = linear_dim
-        self.mlp_units = mlp_units
-        self.dice_momentum = dice_momentum

@@ -1,5 +1,6 @@
 """Pieces shared by the feature-interaction baselines of DeRes Table 2 (fm, deepfm, dcnv2, autoint, fibinet):
-argument checks (the generic ones are baseline_parts'), the field-token front end and FM's first-order term.
+the check of a choice among names (each argument's own range is its rule in zoo.hyperparameters), the
+field-token front end and FM's first-order term.
 
 Every one of them starts from FieldTokens: the schema's fields as k-dimensional tokens [B, M, F, k], a
 candidate's history fields pooled over the behaviours visible to it (so nothing from a label's future
@@ -11,7 +12,6 @@ from keras import ops
 from zoo.errors import ZooError
 from zoo.layers.feature_embedding import FeatureEmbedding
 from zoo.layers.field_tokens import FieldTokens
-from zoo.models.baseline_parts import check_momentum, check_size, check_units  # noqa: F401  (re-exported)
 
 
 def check_choice(model, name, value, choices):

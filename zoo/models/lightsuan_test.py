@@ -109,7 +109,7 @@ class LightSUANTest(TestCase):
     def test_bad_arguments(self):
         with self.assertRaisesRegex(ZooError, "parallel_candidates"):
             LightSUAN(self.simulator.schema, parallel_candidates=0, **SMALL)
-        with self.assertRaisesRegex(ZooError, "window_size k and dilation r"):
-            LightSUAN(self.simulator.schema, window_size=2, dilation=0, **SMALL)
+        with self.assertRaisesRegex(ZooError, "^lightsuan: dilation is 0; it must be an integer >= 1$"):
+            LightSUAN(self.simulator.schema, window_size=2, dilation=0, **SMALL)  # the rule, as zoo.get's
         with self.assertRaisesRegex(ZooError, "parallel_candidates"):
             self.model.score_candidates(self.features, parallel_candidates=-1)

@@ -7,11 +7,6 @@ from zoo.models.zoo_model import ZooModel
 from zoo.registry import register
 
 
-def check_positive_int(model, name, value, low=1):
-    if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise ZooError(f"{model} {name} is {value!r}; it must be an integer >= {low}")
-
-
 @register(
     "mhc",
     description="mHC: manifold-constrained hyper-connections (n residual streams, Sinkhorn-projected mixing) "
@@ -58,15 +53,8 @@ class MHC(ZooModel):
         dropout=0.1,
         **kwargs,
     ):
-        check_positive_int("mhc", "num_layers", num_layers)
-        check_positive_int("mhc", "width", width)
-        check_positive_int("mhc", "num_heads", num_heads)
-        check_positive_int("mhc", "expansion_rate", expansion_rate, low=2)
-        check_positive_int("mhc", "sinkhorn_iterations", sinkhorn_iterations)
         if width % num_heads:
             raise ZooError(f"mhc width {width} is not divisible by num_heads {num_heads}")
-        if not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
-            raise ZooError(f"mhc dropout is {dropout!r}; it must lie in [0, 1)")
         connector = MHCStack(
             num_layers=num_layers,
             num_heads=num_heads,
@@ -77,10 +65,3 @@ class MHC(ZooModel):
         )
         schema, inputs, pctr = ctr_transformer_graph(schema, connector, width)
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)
-        self.schema = schema
-        self.num_layers = num_layers
-        self.width = width
-        self.num_heads = num_heads
-        self.expansion_rate = expansion_rate
-        self.sinkhorn_iterations = sinkhorn_iterations
-        self.dropout = dropout

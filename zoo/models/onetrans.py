@@ -7,12 +7,6 @@ from zoo.layers.feature_embedding import FeatureEmbedding
 from zoo.layers.onetrans_block import OneTransBlock
 from zoo.models.zoo_model import ZooModel
 from zoo.registry import register
-from zoo.schema import Schema
-
-
-def check_positive_int(name, value):
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ZooError(f"onetrans {name} is {value!r}; it must be an integer >= 1")
 
 
 @register(
@@ -82,18 +76,8 @@ class OneTrans(ZooModel):
         dice_momentum=0.9,
         **kwargs,
     ):
-        for name, value in (
-            ("num_layers", num_layers),
-            ("width", width),
-            ("num_heads", num_heads),
-            ("num_ns_tokens", num_ns_tokens),
-        ):
-            check_positive_int(name, value)
         if width % num_heads:
             raise ZooError(f"onetrans width {width} is not divisible by num_heads {num_heads}")
-        for units in mlp_units:
-            check_positive_int("mlp_units", units)
-        schema = Schema.from_dict(schema)
         schema.require("onetrans", groups=("hist", "cand"))
         inputs = schema.inputs()
         embedded = FeatureEmbedding(schema, name="embedding")(inputs)
@@ -124,10 +108,3 @@ class OneTrans(ZooModel):
         logit = head(ops.reshape(ns, (-1, m, num_ns_tokens * width)))
         pctr = keras.layers.Activation("sigmoid", name="pctr")(ops.squeeze(logit, axis=-1))
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)
-        self.schema = schema
-        self.num_layers = num_layers
-        self.width = width
-        self.num_heads = num_heads
-        self.num_ns_tokens = num_ns_tokens
-        self.mlp_units = tuple(mlp_units)
-        self.dice_momentum = dice_momentum

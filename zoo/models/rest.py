@@ -12,7 +12,7 @@ from zoo.layers.rest_decoder import ReSTDecoder
 from zoo.layers.rest_encoder import ReSTEncoder
 from zoo.models.zoo_model import ZooModel
 from zoo.registry import register
-from zoo.schema import Schema, check_range, first_unsorted
+from zoo.schema import check_range, first_unsorted
 
 
 class _SubModels:
@@ -82,7 +82,6 @@ class ReST(ZooModel):
         time_granularities=None,
         **kwargs,
     ):
-        schema = Schema.from_dict(schema)
         schema.require("rest", time=True, groups=("hist", "cand"))
         inputs = schema.inputs()
         embedded = FeatureEmbedding(schema, name="embedding")(inputs)
@@ -97,14 +96,6 @@ class ReST(ZooModel):
             **_per_row_inputs(embedded), return_decoded=True,
         )
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)
-        self.schema = schema
-        self.model_dim = model_dim
-        self.num_heads = num_heads
-        self.encoder_depth = encoder_depth
-        self.decoder_depth = decoder_depth
-        self.ffn_dim = ffn_dim
-        self.mlp_units = tuple(mlp_units)
-        self.time_granularities = None if time_granularities is None else list(time_granularities)
         taps = {"inputs": inputs, "pctr": pctr, "decoded": decoded, "cand": embedded["cand"]}
         if "user" in embedded:
             taps["user"] = embedded["user"]

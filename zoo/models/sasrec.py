@@ -3,11 +3,10 @@ from keras import ops
 
 from zoo.layers.causal_transformer_block import CausalTransformerBlock
 from zoo.layers.feature_embedding import FeatureEmbedding
-from zoo.models.baseline_parts import check_momentum, check_size, check_units, dice_head
-from zoo.models.sequence_parts import check_dropout, check_heads
+from zoo.models.baseline_parts import dice_head
+from zoo.models.sequence_parts import check_heads
 from zoo.models.zoo_model import ZooModel
 from zoo.registry import register
-from zoo.schema import Schema
 
 
 def last_visible(states, visible):
@@ -70,14 +69,7 @@ class SASRec(ZooModel):
     def __init__(self, schema, width=50, num_heads=1, num_layers=2, dropout=0.2, mlp_units=(200, 80),
                  dice_momentum=0.9, **kwargs):
         name = "sasrec"
-        width = check_size(name, "width", width)
-        num_heads = check_size(name, "num_heads", num_heads)
-        num_layers = check_size(name, "num_layers", num_layers)
         check_heads(name, width, num_heads)
-        dropout = check_dropout(name, dropout)
-        mlp_units = check_units(name, "mlp_units", mlp_units)
-        dice_momentum = check_momentum(name, dice_momentum)
-        schema = Schema.from_dict(schema)
         schema.require(name, groups=("hist", "cand"))
         inputs = schema.inputs()
         embedded = FeatureEmbedding(schema, name="embedding")(inputs)
@@ -96,10 +88,3 @@ class SASRec(ZooModel):
         relevance = ops.sum(prefix * candidates, axis=-1, keepdims=True)  # r_m, [B, M, 1]
         pctr = dice_head([prefix, candidates, relevance], embedded, schema, mlp_units, dice_momentum)
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)
-        self.schema = schema
-        self.width = width
-        self.num_heads = num_heads
-        self.num_layers = num_layers
-        self.dropout = dropout
-        self.mlp_units = mlp_units
-        self.dice_momentum = dice_momentum

@@ -2,11 +2,10 @@ import keras
 
 from zoo.layers.feature_embedding import FeatureEmbedding
 from zoo.layers.stacked_target_attention import StackedTargetAttention
-from zoo.models.baseline_parts import check_momentum, check_size, check_units, dice_head
+from zoo.models.baseline_parts import check_size, dice_head
 from zoo.models.sequence_parts import check_heads
 from zoo.models.zoo_model import ZooModel
 from zoo.registry import register
-from zoo.schema import Schema
 
 
 @register(
@@ -53,14 +52,8 @@ class STCA(ZooModel):
     def __init__(self, schema, width=32, num_heads=2, num_layers=2, ffn_dim=64, mlp_units=(200, 80),
                  dice_momentum=0.9, **kwargs):
         name = "stca"
-        width = check_size(name, "width", width)
-        num_heads = check_size(name, "num_heads", num_heads)
-        num_layers = check_size(name, "num_layers", num_layers)
-        ffn_dim = check_size(name, "ffn_dim", ffn_dim)
+        check_size(name, "ffn_dim", ffn_dim)  # its rule also admits None (bst's default); here a width is needed
         check_heads(name, width, num_heads)
-        mlp_units = check_units(name, "mlp_units", mlp_units)
-        dice_momentum = check_momentum(name, dice_momentum)
-        schema = Schema.from_dict(schema)
         schema.require(name, groups=("hist", "cand"))
         inputs = schema.inputs()
         embedded = FeatureEmbedding(schema, name="embedding")(inputs)
@@ -70,10 +63,3 @@ class STCA(ZooModel):
         )  # z^(N), [B, M, d]
         pctr = dice_head([interest, embedded["cand"]], embedded, schema, mlp_units, dice_momentum)
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)
-        self.schema = schema
-        self.width = width
-        self.num_heads = num_heads
-        self.num_layers = num_layers
-        self.ffn_dim = ffn_dim
-        self.mlp_units = mlp_units
-        self.dice_momentum = dice_momentum

@@ -10,7 +10,6 @@ from zoo.layers.feature_embedding import FeatureEmbedding
 from zoo.layers.suan_encoder import SuanEncoder
 from zoo.models.zoo_model import ZooModel
 from zoo.registry import register
-from zoo.schema import Schema
 
 
 def check_parallel_candidates(m2, name="parallel_candidates (m2)"):
@@ -134,10 +133,6 @@ class SUAN(ZooModel):
     def __init__(self, schema, num_layers=2, num_heads=2, mlp_units=(1024, 512, 256), dice_momentum=0.9,
                  alignment_pool="causal", sample_rate=1.0, window_size=None, dilation=1, parallel_candidates=1,
                  share_relative_bias=True, **kwargs):
-        if not 0.0 < float(sample_rate) <= 1.0:
-            raise ZooError(f"sample_rate is {sample_rate!r}; it must lie in (0, 1]")
-        parallel_candidates = check_parallel_candidates(parallel_candidates)
-        schema = Schema.from_dict(schema)
         schema.require(self.registered_name, time=True, groups=("hist", "cand", "user"))
         widths = {f.embedding_dim for f in schema.group("user")}
         if len(widths) > 1:
@@ -159,17 +154,6 @@ class SUAN(ZooModel):
         logit = keras.layers.Identity(name="logit")(_head_logit(mlp, candidates, _head_context(embedded)))
         pctr = keras.layers.Activation("sigmoid", name="pctr")(logit)
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)
-        self.schema = schema
-        self.num_layers = int(num_layers)
-        self.num_heads = int(num_heads)
-        self.mlp_units = tuple(mlp_units)
-        self.dice_momentum = dice_momentum
-        self.alignment_pool = alignment_pool
-        self.sample_rate = float(sample_rate)
-        self.window_size = None if window_size is None else int(window_size)
-        self.dilation = int(dilation)
-        self.parallel_candidates = parallel_candidates
-        self.share_relative_bias = bool(share_relative_bias)
         self._scorers = _ScorerCache()
 
     @staticmethod

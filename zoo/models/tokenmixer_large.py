@@ -8,12 +8,6 @@ from zoo.layers.target_attention import TargetAttention
 from zoo.layers.tokenmixer_large_block import TokenMixerLargeBlock
 from zoo.models.zoo_model import ZooModel
 from zoo.registry import register
-from zoo.schema import Schema
-
-
-def check_positive_int(model, name, value):
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ZooError(f"{model} {name} is {value!r}; it must be an integer >= 1")
 
 
 def candidate_groups(schema, embedded, attention_units):
@@ -99,20 +93,8 @@ class TokenMixerLarge(ZooModel):
         dice_momentum=0.9,
         **kwargs,
     ):
-        for name, value in (
-            ("num_layers", num_layers),
-            ("width", width),
-            ("num_heads", num_heads),
-            ("expansion", expansion),
-            ("inter_residual_interval", inter_residual_interval),
-        ):
-            check_positive_int("tokenmixer_large", name, value)
-        for name, units in (("attention_units", attention_units), ("mlp_units", mlp_units)):
-            for value in units:
-                check_positive_int("tokenmixer_large", name, value)
         if width % num_heads:
             raise ZooError(f"tokenmixer_large width {width} is not divisible by num_heads {num_heads}")
-        schema = Schema.from_dict(schema)
         schema.require("tokenmixer_large", groups=("cand",))
         inputs = schema.inputs()
         embedded = FeatureEmbedding(schema, name="embedding")(inputs)
@@ -136,12 +118,3 @@ class TokenMixerLarge(ZooModel):
         logit = DiceMLP(mlp_units, dice_momentum=dice_momentum, name="mlp")(ops.reshape(pooled, (-1, m, width)))
         pctr = keras.layers.Activation("sigmoid", name="pctr")(ops.squeeze(logit, axis=-1))
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)
-        self.schema = schema
-        self.num_layers = num_layers
-        self.width = width
-        self.num_heads = num_heads
-        self.expansion = expansion
-        self.inter_residual_interval = inter_residual_interval
-        self.attention_units = tuple(attention_units)
-        self.mlp_units = tuple(mlp_units)
-        self.dice_momentum = dice_momentum

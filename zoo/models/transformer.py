@@ -3,11 +3,10 @@ import keras
 from zoo.layers.causal_transformer_block import CausalTransformerBlock
 from zoo.layers.feature_embedding import FeatureEmbedding
 from zoo.layers.target_cross_attention import TargetCrossAttention
-from zoo.models.baseline_parts import check_momentum, check_size, check_units, dice_head
-from zoo.models.sequence_parts import check_dropout, check_heads
+from zoo.models.baseline_parts import check_size, dice_head
+from zoo.models.sequence_parts import check_heads
 from zoo.models.zoo_model import ZooModel
 from zoo.registry import register
-from zoo.schema import Schema
 
 
 @register(
@@ -59,15 +58,8 @@ class Transformer(ZooModel):
     def __init__(self, schema, width=32, num_heads=2, num_layers=2, ffn_dim=64, dropout=0.0, mlp_units=(200, 80),
                  dice_momentum=0.9, **kwargs):
         name = "transformer"
-        width = check_size(name, "width", width)
-        num_heads = check_size(name, "num_heads", num_heads)
-        num_layers = check_size(name, "num_layers", num_layers)
-        ffn_dim = check_size(name, "ffn_dim", ffn_dim)
+        check_size(name, "ffn_dim", ffn_dim)  # its rule also admits None (bst's default); here a width is needed
         check_heads(name, width, num_heads, rope=True)
-        dropout = check_dropout(name, dropout)
-        mlp_units = check_units(name, "mlp_units", mlp_units)
-        dice_momentum = check_momentum(name, dice_momentum)
-        schema = Schema.from_dict(schema)
         schema.require(name, groups=("hist", "cand"))
         inputs = schema.inputs()
         embedded = FeatureEmbedding(schema, name="embedding")(inputs)
@@ -84,11 +76,3 @@ class Transformer(ZooModel):
         )  # [B, M, d]
         pctr = dice_head([interest, embedded["cand"]], embedded, schema, mlp_units, dice_momentum)
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)
-        self.schema = schema
-        self.width = width
-        self.num_heads = num_heads
-        self.num_layers = num_layers
-        self.ffn_dim = ffn_dim
-        self.dropout = dropout
-        self.mlp_units = mlp_units
-        self.dice_momentum = dice_momentum

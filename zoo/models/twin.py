@@ -5,17 +5,9 @@ from zoo.errors import ZooError
 from zoo.layers.exact_search_unit import time_gap_bucket
 from zoo.layers.feature_embedding import FeatureEmbedding
 from zoo.layers.twin_attention import TWINAttention
-from zoo.models.baseline_parts import (
-    check_momentum,
-    check_size,
-    check_top_k,
-    check_units,
-    dice_head,
-    time_gaps,
-)
+from zoo.models.baseline_parts import check_top_k, dice_head, time_gaps
 from zoo.models.zoo_model import ZooModel
 from zoo.registry import register
-from zoo.schema import Schema
 
 NUM_TIME_BUCKETS = 32  # log2 buckets of seconds (time_gap_bucket): the last holds gaps of 2^30 s and more
 
@@ -62,19 +54,13 @@ class TWIN(ZooModel):
     def __init__(self, schema, k=100, num_heads=4, head_dim=16, time_embedding_dim=8, mlp_units=(200, 80),
                  dice_momentum=0.9, **kwargs):
         name = "twin"
-        schema = Schema.from_dict(schema)
         schema.require(name, time=True, groups=("hist", "cand"))
         item_fields = [f for f in schema.field_names("hist") if f in schema.field_names("cand")]
         if not item_fields:
             raise ZooError(
                 f"{name} needs a field in both hist_ and cand_ (e.g. item_id) for the behaviours' inherent features"
             )
-        k = check_top_k(name, k, schema)
-        num_heads = check_size(name, "num_heads", num_heads)
-        head_dim = check_size(name, "head_dim", head_dim)
-        time_embedding_dim = check_size(name, "time_embedding_dim", time_embedding_dim)
-        mlp_units = check_units(name, "mlp_units", mlp_units)
-        dice_momentum = check_momentum(name, dice_momentum)
+        check_top_k(name, k, schema)
         inputs = schema.inputs()
         embedded = FeatureEmbedding(schema, name="embedding")(inputs)
         inherent = ops.concatenate([embedded[f"hist_{f}"] for f in item_fields], axis=-1)  # K_h, [B, L, D_i]
@@ -93,10 +79,3 @@ class TWIN(ZooModel):
         )
         pctr = dice_head([interest, candidates], embedded, schema, mlp_units, dice_momentum)
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)
-        self.schema = schema
-        self.k = k
-        self.num_heads = num_heads
-        self.head_dim = head_dim
-        self.time_embedding_dim = time_embedding_dim
-        self.mlp_units = mlp_units
-        self.dice_momentum = dice_momentum

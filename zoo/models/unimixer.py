@@ -8,12 +8,6 @@ from zoo.layers.unimixer_block import UniMixerBlock
 from zoo.models.tokenmixer_large import candidate_groups
 from zoo.models.zoo_model import ZooModel
 from zoo.registry import register
-from zoo.schema import Schema
-
-
-def check_positive_int(name, value):
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ZooError(f"unimixer {name} is {value!r}; it must be an integer >= 1")
 
 
 @register(
@@ -74,20 +68,6 @@ class UniMixer(ZooModel):
         dice_momentum=0.9,
         **kwargs,
     ):
-        for name, value in (
-            ("num_layers", num_layers),
-            ("width", width),
-            ("block_size", block_size),
-            ("expansion", expansion),
-            ("sinkhorn_iterations", sinkhorn_iterations),
-        ):
-            check_positive_int(name, value)
-        for name, units in (("attention_units", attention_units), ("mlp_units", mlp_units)):
-            for value in units:
-                check_positive_int(name, value)
-        if not isinstance(temperature, (int, float)) or isinstance(temperature, bool) or temperature <= 0:
-            raise ZooError(f"unimixer temperature is {temperature!r}; it must be a number > 0")
-        schema = Schema.from_dict(schema)
         schema.require("unimixer", groups=("cand",))
         tokens_count = sum(1 for group in ("cand", "hist", "user", "ctx", "num") if schema.group(group))
         if (tokens_count * width) % block_size:
@@ -111,13 +91,3 @@ class UniMixer(ZooModel):
         logit = head(ops.reshape(ops.mean(out, axis=1), (-1, m, width)))
         pctr = keras.layers.Activation("sigmoid", name="pctr")(ops.squeeze(logit, axis=-1))
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)
-        self.schema = schema
-        self.num_layers = num_layers
-        self.width = width
-        self.block_size = block_size
-        self.expansion = expansion
-        self.sinkhorn_iterations = sinkhorn_iterations
-        self.temperature = temperature
-        self.attention_units = tuple(attention_units)
-        self.mlp_units = tuple(mlp_units)
-        self.dice_momentum = dice_momentum

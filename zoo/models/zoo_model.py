@@ -1,3 +1,4 @@
+import functools
 import inspect
 import numbers
 
@@ -5,6 +6,7 @@ import keras
 import numpy as np
 
 import zoo.guards as guards
+import zoo.hyperparameters as hyperparameters
 from zoo.errors import ZooError
 from zoo.layers.calibration import Calibration
 from zoo.schema import Schema
@@ -22,11 +24,42 @@ def _is_tensor(value):
 class ZooModel(keras.Model):
     """Base of the zoo's registered models: a functional `keras.Model` built from a Schema.
 
-    A subclass builds its graph in `__init__` from plain hyperparameters, keeps one attribute per
-    argument and calls `super().__init__(inputs=..., outputs=...)`; `get_config` then returns exactly
-    those arguments (the Schema as a dict), so a preset's config.json is readable and `from_config`
-    is `cls(**config)`.
+    A subclass builds its graph in `__init__` from plain hyperparameters and calls
+    `super().__init__(inputs=..., outputs=...)`. Its hyperparameters are declared once, by that
+    signature (name and default) and, for the kind of check, by the name's rule in
+    `zoo.hyperparameters.RULES` (one rule per name for every model). The base does the bookkeeping
+    around the model (`__init_subclass__` wraps the subclass's `__init__`): every argument is checked
+    by its rule and normalised (a bad value is one line "<model>: <name> is ..."), the schema made a
+    `Schema`, and once the graph is built each argument is kept as the attribute of its name.
+    `get_config` then returns exactly those arguments (the Schema as a dict), so a preset's config.json
+    is readable and `from_config` is `cls(**config)`. A model keeps only its own checks that involve
+    several values or its own range (width divisible by num_heads, k <= L).
     """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None or getattr(init, "declares_hyperparameters", False):
+            return
+        signature = inspect.signature(init)
+        names = [name for name, p in signature.parameters.items()
+                 if name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
+
+        @functools.wraps(init)
+        def __init__(self, *args, **kwargs):
+            bound = signature.bind(self, *args, **kwargs)
+            bound.apply_defaults()
+            values = {name: bound.arguments[name] for name in names}
+            if "schema" in values:
+                values["schema"] = Schema.from_dict(values["schema"])
+            values = hyperparameters.declared(self.registered_name or cls.__name__, values)
+            bound.arguments.update(values)
+            init(*bound.args, **bound.kwargs)
+            for name, value in values.items():
+                setattr(self, name, value)
+
+        __init__.declares_hyperparameters = True
+        cls.__init__ = __init__
 
     registered_name = None
     preprocessor = None  # a preset's data contract (zoo.datasets.Preprocessor), attached by zoo.load / zoo.get

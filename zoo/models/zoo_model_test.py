@@ -1,0 +1,70 @@
+import inspect
+import re
+
+import keras
+import numpy as np
+
+from tests.model_configs import SMALL
+from tests.testing import TestCase, small_simulator
+from zoo import registry
+from zoo.errors import ZooError
+from zoo.models.zoo_model import ZooModel
+from zoo.schema import Schema
+
+
+class _Tiny(ZooModel):
+    """A model declared as the zoo's are: the signature gives names and defaults, RULES the checks."""
+
+    registered_name = "tiny"
+
+    def __init__(self, schema, mlp_units=(4,), dropout=0.0, num_heads=2, extra=None, **kwargs):
+        self.seen = {"schema": schema, "mlp_units": mlp_units, "dropout": dropout, "num_heads": num_heads}
+        inputs = schema.inputs()
+        embedded = keras.layers.Concatenate()([keras.ops.cast(inputs[k], "float32") for k in ("cand_item_id",)])
+        pctr = keras.layers.Dense(1, activation="sigmoid")(embedded)
+        super().__init__(inputs=inputs, outputs=pctr, **kwargs)
+
+
+class ZooModelTest(TestCase):
+    """The base model's bookkeeping: every hyperparameter checked by its rule, normalised, kept as the
+    attribute of its name and returned by get_config, from the signature alone."""
+
+    def setUp(self):
+        self.schema = small_simulator().schema
+
+    def test_arguments_are_checked_normalised_and_kept(self):
+        model = _Tiny(self.schema.to_dict(), mlp_units=[np.int64(8), 3], dropout=0, num_heads=np.int32(1))
+        self.assertIsInstance(model.seen["schema"], Schema)  # the body receives what was checked
+        self.assertEqual(model.seen["mlp_units"], (8, 3))
+        self.assertEqual([type(v) for v in model.seen["mlp_units"]], [int, int])
+        self.assertIs(type(model.seen["dropout"]), float)
+        self.assertIs(type(model.num_heads), int)
+        self.assertEqual((model.mlp_units, model.dropout, model.num_heads, model.extra), ((8, 3), 0.0, 1, None))
+        config = model.get_config()
+        self.assertEqual({k: config[k] for k in ("mlp_units", "dropout", "num_heads", "extra")},
+                         {"mlp_units": [8, 3], "dropout": 0.0, "num_heads": 1, "extra": None})
+        self.assertEqual(config["schema"], self.schema.to_dict())
+        self.assertEqual(_Tiny.from_config(config).get_config(), config)
+        self.assertEqual(list(inspect.signature(_Tiny.__init__).parameters)[:3], ["self", "schema", "mlp_units"])
+
+    def test_a_bad_value_is_one_line_naming_the_model_and_the_key(self):
+        cases = [({"dropout": float("nan")}, "tiny: dropout is nan; it must be a finite number in [0, 1)"),
+                 ({"num_heads": "2"}, "tiny: num_heads is '2' (text); it must be an integer >= 1"),
+                 ({"mlp_units": (8, -1)}, "tiny: mlp_units is -1 (in (8, -1)); it must be a list of integers >= 1"),
+                 ({"mlp_units": 8}, "tiny: mlp_units is 8; it must be a list of integers >= 1")]
+        for change, message in cases:
+            with self.subTest(change=change), self.assertRaisesRegex(ZooError, "^" + re.escape(message) + "$"):
+                _Tiny(self.schema, **change)
+
+    def test_every_registered_model_keeps_its_arguments(self):
+        """For every model of the registry, built from its small test config: each hyperparameter is the
+        attribute of its name, equal to the argument (normalised), and get_config round-trips."""
+        for name in registry.names():
+            with self.subTest(model=name):
+                cls = registry.entry(name).cls
+                model = cls(self.schema, **SMALL[name])
+                for key, value in SMALL[name].items():
+                    kept = getattr(model, key)
+                    self.assertEqual(list(kept) if isinstance(kept, tuple) else kept,
+                                     list(value) if isinstance(value, tuple) else value, key)
+                self.assertEqual(cls.from_config(model.get_config()).get_config(), model.get_config())
