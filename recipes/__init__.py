@@ -3,6 +3,7 @@
 from zoo.recipes.baselines import baseline_scores
 from zoo.recipes.calibration import calibrate, fit_calibration
 from zoo.recipes.compare import Comparison, compare
+from zoo.recipes.data_source import DataSource
 from zoo.recipes.distillation import OnlineDistillation
 from zoo.recipes.distributed import make_distribution
 from zoo.recipes.data_check import check_dataset, check_schema
@@ -11,9 +12,11 @@ from zoo.recipes.fit import compile_for, data_options, fit, model_overrides
 from zoo.recipes.metrics import (auc, bootstrap_aucs, calibration, default_metrics, gauc, logloss, paired_bootstrap,
                                  rela_impr)
 from zoo.recipes.protocols import RECIPES, get_recipe
-from zoo.recipes.raw_rows import ScoredRows, calibrate_file, evaluate_file, score_file, score_raw_rows
+from zoo.recipes.raw_rows import (ScoredRows, calibrate_file, calibrate_preset, evaluate_file, score_file,
+                                score_raw_rows)
 from zoo.recipes.recipe import Recipe
 from zoo.recipes.scaling import fit_scaling_law
+from zoo.recipes.train import train
 
 _TUNING = ("tune", "save_best", "ZooHyperModel")
 

@@ -29,7 +29,6 @@ copied to `<out>/preset`.
 
 import json
 import shutil
-import time
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +39,7 @@ from zoo.recipes.evaluate import predict_rows
 from zoo.recipes.metrics import auc, bootstrap_aucs, gauc, logloss, paired_bootstrap
 from zoo.recipes.protocols import get_recipe
 from zoo.recipes.reproduce import Reproduction, Row, Table, _slug, _t95
+from zoo.recipes.train import folder_lock
 
 PATIENCE = 2  # epochs without a better validation AUC before a run on a team's own log stops
 # Rows per step. The reference libraries' default (FuxiCTR's), and on the MovieLens impression log of
@@ -249,5 +249,8 @@ def markdown(board):
 
 
 def compare(models, data, spec, out="runs/compare", **options):
-    """Runs (or completes) a comparison; returns the leaderboard dict. See `Comparison`."""
-    return Comparison(models, data, spec, out, **options).run()
+    """Runs (or completes) a comparison; returns the leaderboard dict. See `Comparison`. `out` is held while
+    it runs (zoo.recipes.train.folder_lock): a second comparison on it is refused in one line."""
+    comparison = Comparison(models, data, spec, out, **options)
+    with folder_lock(str(out)):
+        return comparison.run()

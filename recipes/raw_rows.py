@@ -168,3 +168,71 @@ def calibrate_file(model, path, method="platt", *, keep="if_better", held_out="v
     calibrated, report = calibrate(model, dataset, method, user_key=preprocessor.user_key, verbose=verbose, keep=keep)
     calibrated.preprocessor = preprocessor
     return calibrated, dict(report, split=info["split"], data=os.fspath(path), rows_used=what)
+
+
+def calibrate_preset(preset, out, path=None, method="platt", *, source=None, keep="if_better", history_from=None,
+                     batch_size=None, model=None, verbose=1):
+    """`python -m zoo calibrate` as one call: post-hoc calibration of `preset` (a folder or a shipped name)
+    saved as a new preset in `out`, with its metadata kept and brought up to date. Returns {"model", "report"
+    (calibrate's: slope, intercept, LogLoss and ECE before and after, kept), "split", "test_report" (or
+    None)}.
+
+    A preset that carries a data contract calibrates on the labelled rows of the raw file `path`
+    (calibrate_file: a spec preset's held-out file; a reader's own data its protocol's validation split);
+    without `path` (or without a contract) on the validation split of `source` (a zoo.recipes.DataSource,
+    default the simulator). Where the rows are a validation split and the calibration is kept, the test
+    split is scored again so that the recorded test metrics are the calibrated model's (the uncalibrated
+    ones are kept as `metrics_uncalibrated`). What `save` computes afresh (date, versions, checksums) is
+    dropped from the old metadata; `calibration` records the fit and the rows it saw. `model`: the preset
+    already loaded (zoo.load(preset)), to skip loading it again."""
+    import zoo
+    from zoo import presets
+    from zoo.recipes.calibration import calibrate
+    from zoo.recipes.data_check import check_schema
+    from zoo.recipes.data_source import DataSource
+    from zoo.recipes.evaluate import evaluate
+
+    model = model if model is not None else zoo.load(preset)
+    folder = presets.resolve(preset)
+    out = os.path.abspath(out)
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise ZooError(f"--out {out}: a file, not a folder")
+    source = source if source is not None else DataSource()
+
+    def simulated(candidate, split):
+        data, schema = source.load(split, source.rows, batch_size=batch_size)
+        name = model.registered_name
+        where = f"--data {source.data} --path {source.path}" if not source.simulated else "(on the simulator)"
+        check_schema(candidate, schema, hint=f"python -m zoo fit {name} {where}, or zoo.get('{name}', schema=schema)")
+        return data
+
+    raw = path is not None and model.preprocessor is not None
+    if raw:
+        calibrated, report = calibrate_file(model, path, method, keep=keep, history_from=history_from,
+                                            batch_size=batch_size or 1024, verbose=verbose)
+        split, user_key = report["split"], model.preprocessor.user_key
+    else:
+        split, user_key = "validation", "user_user_id"
+        calibrated, report = calibrate(model, simulated(model, split), method, user_key=user_key, verbose=verbose,
+                                       keep=keep)
+    metadata = presets.read_metadata(folder)
+    computed = {"date", "zoo_version", "keras_version", "backend", "parameters"}  # save() writes these afresh
+    metadata = {k: v for k, v in metadata.items() if k not in computed and not k.endswith("_sha256")}
+    metadata["calibration"] = {**{k: v for k, v in report.items() if k not in ("data", "rows_used")},
+                               "split": split, "data": os.fspath(path) if raw else source.data}
+    test_report = None
+    if split == "validation" and report["kept"]:  # the recorded test metrics become the calibrated model's
+        if raw:
+            test_report = evaluate_file(calibrated, path, held_out="test", history_from=history_from, verbose=verbose)
+        else:
+            test_report = evaluate(calibrated, simulated(calibrated, "test"), user_key=user_key, verbose=verbose)
+        metrics = dict(metadata.get("metrics") or {})
+        if metrics:
+            metadata["metrics_uncalibrated"] = metrics
+        metadata["metrics"] = {**metrics, "test_auc": test_report["auc"], "test_logloss": test_report["logloss"],
+                               "test_ece": test_report["calibration"]["ece"], "test_rows": test_report["rows"]}
+        if "test_gauc" in metrics or test_report.get("gauc") is not None:
+            metadata["metrics"]["test_gauc"] = test_report.get("gauc")
+    calibrated.save_to_preset(out, metadata=metadata)
+    return {"model": calibrated, "report": report, "split": split, "test_report": test_report,
+            "uncalibrated_metrics": metadata.get("metrics_uncalibrated", {})}

@@ -89,6 +89,15 @@ class PresetNamedOnceTest(TestCase):
         self.assertEqual(zoo.load(out_dir).preprocessor.state, state)  # the calibrated preset keeps the contract
         calibrated.save_to_preset(os.path.join(folder, "from_python"))  # writes the preprocessor it carries
         self.assertTrue(Path(folder, "from_python", "preprocessing.json").is_file())
+        # the whole command as one call: the same calibration and the same metadata as the command line's preset
+        result = zoo.recipes.calibrate_preset(preset, os.path.join(folder, "preset_call"), later, verbose=0)
+        self.assertEqual((result["report"]["slope"], result["report"]["kept"]), (fitted["slope"], fitted["kept"]))
+
+        def metadata(name):
+            data = json.loads(Path(folder, name, "metadata.json").read_text())
+            return {k: v for k, v in data.items() if k not in ("date",) and not k.endswith("_sha256")}
+
+        self.assertEqual(metadata("preset_call"), metadata("calibrated"))
 
     def test_a_model_without_a_preprocessor_is_refused_in_one_line(self):
         from zoo.errors import ZooError

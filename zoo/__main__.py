@@ -127,358 +127,38 @@ def _override(text):
     return key.strip(), value
 
 
-def _data(args, split, rows, **load_options):
-    """(dataset, schema) for a command: `rows` simulated rows, or a named data set's split read from
-    --path (with --protocol), limited to its first `rows` rows when --rows was given (the training rows
-    are then a fixed set, shuffled each epoch). `load_options` (batch_size, mode, num_candidates,
-    with_weights) come from the recipe where it has one; --batch-size overrides the batch size."""
-    from zoo.errors import ZooError
+def _source(args):
+    """The run's rows (zoo.recipes.DataSource) from the data flags: --data, --path, --protocol,
+    --data-option, --spec, --rows, --seed."""
+    from zoo.recipes.data_source import DataSource
 
-    batch_size = load_options.pop("batch_size", None) or args.batch_size or 256  # a recipe's holds --batch-size
-    if getattr(args, "spec", None):
-        return _spec_data(args, split, rows, batch_size, **load_options)
-    if args.data == "simulator":
-        if args.protocol:
-            raise ZooError("--protocol is a data set's preprocessing: use it with --data <data set> --path <file>")
-        from zoo.datasets import BehaviourSimulator
-
-        simulator = BehaviourSimulator(seed=args.seed)
-        seed = {"train": 1, "validation": 2, "test": 3}[split] + args.seed
-        return simulator.dataset(rows, batch_size=batch_size, seed=seed, shuffle=split == "train"), simulator.schema
-    from zoo import datasets
-
-    if not args.path:
-        raise ZooError(f"--data {args.data} needs --path (the raw file or folder)")
-    if not os.path.exists(args.path):
-        raise ZooError(f"{args.path}: no such file or folder")
-    limit = rows if getattr(args, "rows_given", False) else None
-    options = dict(getattr(args, "data_options", None) or [])
-    shuffle = False if limit is not None else None  # a limited training split: the first rows, shuffled below
-    dataset, schema, info = datasets.load(
-        args.data, args.path, protocol=args.protocol, split=split, batch_size=batch_size, seed=args.seed,
-        shuffle=shuffle, verbose=True, with_info=True, process_group=getattr(args, "process_group", None),
-        **load_options, **options,
-    )
-    return _limited(args, dataset, schema, info, split, limit, batch_size, load_options.get("mode"))
-
-
-def _limited(args, dataset, schema, info, split, limit, batch_size, mode):
-    """(dataset, schema) of a loaded split, limited to its first `limit` rows when --rows was given (the
-    training rows then a fixed set, shuffled each epoch); the number of batches is known (progress bars)."""
-    import tensorflow as tf
-
-    from zoo.errors import ZooError
-
-    args.data_info = info
-    if limit is not None:
-        dataset = dataset.unbatch().take(limit)
-        if split == "train":
-            dataset = dataset.cache().shuffle(min(limit, 16_384), seed=args.seed, reshuffle_each_iteration=True)
-        dataset = dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)
-    if mode is None:  # a row per sample
-        total = min(info["rows"][split], limit or info["rows"][split])
-        if not total:
-            raise ZooError(f"the {split} split has no rows ({info.get('repairs', '')})")
-        dataset = dataset.apply(tf.data.experimental.assert_cardinality(-(-total // batch_size)))
-    dataset.zoo_rows_per_batch = batch_size  # (fit re-batches only to another size)
-    return dataset, schema
-
-
-def _spec_data(args, split, rows, batch_size, **load_options):
-    """(dataset, schema) of a user's log fitted under --spec (--data is the log)."""
-    from zoo import datasets
-    from zoo.errors import ZooError
-
-    if args.protocol or getattr(args, "data_options", None):
-        raise ZooError("--protocol and --data-option are a named data set's: write such choices into the spec")
-    path = args.data
-    if not os.path.exists(path) and not any(c in path for c in "*?["):
-        raise ZooError(f"{path}: no such file or folder")
-    limit = rows if getattr(args, "rows_given", False) else None
-    dataset, schema, info = datasets.load(
-        args.spec, path, split=split, batch_size=batch_size, seed=args.seed,
-        shuffle=False if limit is not None else None, verbose=True, with_info=True,
-        process_group=getattr(args, "process_group", None), **load_options,
-    )
-    return _limited(args, dataset, schema, info, split, limit, batch_size, load_options.get("mode"))
-
-
-def _training_data(args):
-    """What a preset records of its training data, and the fitted data contract it carries (or None)."""
-    from zoo import datasets
-    from zoo.errors import ZooError
-
-    if args.data == "simulator":
-        return {"data": "simulator", "rows": args.rows, "seed": args.seed}, None
-    group = getattr(args, "process_group", None)  # several processes: the chief's share (cached, no exchange)
-    if args.spec:
-        processed = datasets.prepare(args.spec, args.data, verbose=False, process_group=group)
-        record = {"data": "spec", "files": processed.info["files"], "rows": processed.rows,
-                  "accounting": processed.info["accounting"], "spec": processed.info["spec"]}
-        if "process" in processed.info:
-            record["process"] = processed.info["process"]
-    else:
-        options = dict(args.data_options or [])
-        processed = datasets.prepare(args.data, args.path, protocol=args.protocol, verbose=False,
-                                     process_group=group, **options)
-        record = {"data": args.data, "path": os.path.abspath(args.path), "protocol": processed.info.get("protocol")
-                  or args.protocol, "options": options, "rows": processed.rows,
-                  "accounting": processed.info.get("accounting")}
-    if getattr(args, "rows_given", False):
-        record["rows_used"] = {"train": args.rows, "validation": max(args.rows // 5, 1)}
-    try:
-        return record, processed.preprocessing()
-    except ZooError:  # criteo, avazu, taobao/ads, eleme keep no fit: their presets score the contract's ids
-        return record, None
+    return DataSource(args.data, path=args.path, protocol=args.protocol, options=dict(args.data_options or []),
+                      spec=getattr(args, "spec", None), rows=args.rows, limit=getattr(args, "rows_given", False),
+                      seed=args.seed)
 
 
 def _progress():
-    """Keras' verbose level for progress: a live bar on a terminal, one line per epoch (no carriage returns
-    or colour codes) when the output goes to a file or a pipe."""
-    return 1 if sys.stdout.isatty() else 2
+    from zoo.recipes.train import progress
 
-
-def _banner(args, model, recipe):
-    """Says what `fit` will train before it starts: the model and where its hyperparameters come from,
-    the recipe, the parameters, the data's rows per split and batches per epoch, the backend."""
-    import inspect
-
-    import keras
-
-    import zoo
-
-    defaults = {name: p.default for name, p in inspect.signature(type(model).__init__).parameters.items()
-                if p.default is not inspect.Parameter.empty}
-    config = model.get_config()
-
-    def same(a, b):
-        return (list(a) if isinstance(a, (list, tuple)) else a) == (list(b) if isinstance(b, (list, tuple)) else b)
-
-    changed = [f"{k}={config[k]!r}" for k in model.hyperparameter_names()
-               if k in defaults and k in config and not same(config[k], defaults[k])]
-    print(f"fit: {args.model} (a fresh model: class defaults{', except ' + ', '.join(changed) if changed else ''}); "
-          f"{model.count_params():,} parameters; backend {keras.backend.backend()}")
-    print(f"     recipe {args.recipe}: {recipe.epochs} epoch(s), batch {recipe.batch_size}, "
-          f"learning rate {recipe.learning_rate:g}, seed {recipe.seeds[0]}")
-    batch = zoo.recipes.data_options(recipe, args.model)["batch_size"]  # rows (ReST's prefix rows hold m2 samples)
-    info = getattr(args, "data_info", None)
-    if info is not None:
-        rows = info["rows"]
-        used = min(rows["train"], args.rows) if getattr(args, "rows_given", False) else rows["train"]
-        source = f"spec {args.spec} on {args.data}" if args.spec else f"{args.data} {args.path}"
-        print(f"     data: {source}: " + ", ".join(f"{k} {v:,}" for k, v in rows.items())
-              + f" rows; {used:,} training rows, {-(-used // batch):,} batches per epoch")
-    else:
-        print(f"     data: simulated (seed {args.seed}), {args.rows:,} training rows, {-(-args.rows // batch):,} "
-              "batches per epoch")
-
-
-
-
-def _kept_epoch(history, recipe):
-    """{"epoch", "line"}: which epoch's weights the fit kept (1-based), and a line saying so; None without
-    validation. With early stopping (restore_best_weights) it is the best validation epoch, else the last."""
-    scores = history.get(recipe.monitor)
-    if not scores:
-        return None
-    ran = len(scores)
-    if recipe.early_stopping_patience is None:
-        return {"epoch": ran, "line": f"kept the last epoch, {ran} of {ran} ({recipe.monitor} {scores[-1]:.4f}; "
-                                      "the recipe has no early stopping)"}
-    best = max(range(ran), key=lambda epoch: (scores[epoch], -epoch))  # the first of equal bests, as Keras keeps
-    stopped = f"stopped early after {ran} of {recipe.epochs}" if ran < recipe.epochs else f"ran {ran} of {ran}"
-    return {"epoch": best + 1, "line": f"kept epoch {best + 1}: the best {recipe.monitor} {scores[best]:.4f} "
-                                       f"({stopped} epochs; patience {recipe.early_stopping_patience})"}
-
-
-def _baselines(args, model, datasets_by_split):
-    """A spec fit's model against the trivial baselines on its validation and test rows (recipes/baselines.py):
-    a line each, flagged when the model does not beat the best; {split: result} for the preset's metadata.
-    Not for a fit on part of the rows (--rows) or under several processes (each holds a share)."""
-    from zoo import datasets
-    from zoo.datasets.spec import DataSpec
-    from zoo.errors import ZooError
-    from zoo.recipes.baselines import against_baselines, summary_line
-
-    if not args.spec or getattr(args, "rows_given", False) or getattr(args, "process_group", None) is not None:
-        return {}
-    spec = DataSpec.read(args.spec)
-    keys = {"user_key": spec.feature_key(spec.user), "item_key": spec.feature_key(spec.item)}
-    processed = datasets.prepare(args.spec, args.data, verbose=False)
-    results = {}
-    for split, dataset in datasets_by_split.items():
-        if dataset is not None and processed.num_rows(split):
-            try:
-                results[split] = against_baselines(model, processed, split, dataset, **keys)
-            except ZooError as error:  # e.g. a split of a few rows
-                print(f"{split}: baselines skipped ({error})")
-                continue
-            print(f"{split}: {summary_line(args.model, results[split])}")
-    return results
+    return progress()
 
 
 def _training_options(args):
-    """The recipe fields the command line's training flags set: every flag given reaches the recipe that
-    `zoo.recipes.fit` (or the tuner) trains by, so the banner, the batches and the optimiser agree."""
-    chosen = {"seeds": (args.seed,)}
-    for flag, field in (("epochs", "epochs"), ("batch_size", "batch_size"), ("learning_rate", "learning_rate")):
-        if getattr(args, flag, None) is not None:
-            chosen[field] = getattr(args, flag)
-    return chosen
-
-
-_LOCKS = []  # the lock files main's command holds (closed when it returns; the kernel frees them on a kill)
-
-
-def _lock(folder):
-    """Takes `folder`/.lock for this process (flock, exclusive); a folder another live run holds is refused
-    in one line naming it."""
-    import fcntl
-
-    from zoo.errors import ZooError
-
-    os.makedirs(folder, exist_ok=True)
-    handle = open(os.path.join(folder, ".lock"), "a+")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.seek(0)
-        holder = handle.read().strip() or "another process"
-        handle.close()
-        raise ZooError(f"--out {folder}: another run is using it ({holder}); wait for it or pick another folder") from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(f"pid {os.getpid()}")
-    handle.flush()
-    _LOCKS.append(handle)
-
-
-def _backup(args):
-    """The folder that keeps an interrupted training run (Keras' BackupAndRestore), checked against --resume."""
-    from zoo.errors import ZooError
-    from zoo.recipes.resume import completed_epochs
-
-    backup = os.path.join(args.out, "backup")
-    done = completed_epochs(backup)
-    if done and not args.resume:
-        raise ZooError(f"{backup} holds an interrupted run ({done} epoch(s) done): pass --resume to continue it "
-                       "or remove it")
-    if args.resume and not done:
-        raise ZooError(f"--resume: {backup} holds no interrupted run with a finished epoch; run without --resume")
-    return backup
-
-
-def _distribution(args):
-    """The run's zoo.recipes.distributed.Distributed (--strategy, --devices, ...), None on one device."""
-    from zoo.errors import ZooError
-
-    if args.strategy is None and args.devices is None:
-        if args.model_axis is not None or args.shard_dense or args.batch_scaling is not None:
-            raise ZooError("--model-axis, --shard-dense and --batch-scaling go with --strategy (or --devices)")
-        return None
-    from zoo.recipes.distributed import make_distribution
-
-    return make_distribution(args.strategy or "data", devices=args.devices, model_axis=args.model_axis,
-                             shard_dense=args.shard_dense, batch_scaling=args.batch_scaling or "global")
+    """The recipe fields the command line's training flags set (zoo.recipes.train.training_recipe)."""
+    return {"epochs": args.epochs, "batch_size": args.batch_size, "learning_rate": getattr(args, "learning_rate", None),
+            "seed": args.seed}
 
 
 def _fit(args):
     """Train a registered model by a recipe (its batch size, batching, trainer and schedule); write a
     preset, a JSON report of the validation and test splits and figures."""
-    import contextlib
+    from zoo.recipes.train import train
 
-    import zoo
-    from zoo.errors import ZooError
-
-    run = _distribution(args)  # first: a multi-worker process joins its cluster before the backend starts
-    # several processes: each reads its own share of the data (a spec's shards), fitted over all of them
-    args.process_group = run.process_group() if run is not None and run.num_processes > 1 else None
-    import keras
-    from zoo.recipes.evaluate import StepLog
-
-    if run is not None and run.num_processes > 1 and args.resume:
-        raise ZooError("--resume: a multi-worker run keeps no backup (every process would write the same folder)")
-    if os.path.exists(args.out) and not os.path.isdir(args.out):
-        raise ZooError(f"--out {args.out}: a file, not a folder")
-    backup = _backup(args) if run is None or run.num_processes == 1 else None
-    keras.utils.set_random_seed(args.seed)  # before anything random: the data and the model's weights
-    recipe = zoo.recipes.get_recipe(args.recipe, **_training_options(args))
-    if args.spec:  # your own log: compare's defaults where no flag chose (zoo.recipes.compare: 10 epochs at most,
-        from zoo.recipes.compare import BATCH_SIZE, EPOCHS, PATIENCE  # batch 1024, the best validation epoch kept)
-
-        own = {"epochs": EPOCHS, "batch_size": BATCH_SIZE}
-        recipe = zoo.recipes.get_recipe(recipe, **{k: v for k, v in own.items() if getattr(args, k, None) is None})
-        if recipe.early_stopping_patience is None:
-            recipe = zoo.recipes.get_recipe(recipe, early_stopping_patience=PATIENCE)
-    training = zoo.recipes.data_options(recipe, args.model)
-    held_out = max(args.rows // 5, 1)
-    train, schema = _data(args, "train", args.rows, **training)
-    val, _ = _data(args, "validation", held_out, **training)
-    plain_val, _ = _data(args, "validation", held_out, batch_size=recipe.batch_size)
-    model_class = zoo.registry.entry(args.model).cls
-    overrides = {**zoo.recipes.model_overrides(recipe, model_class), **dict(args.set or [])}
-    with run.scope() if run is not None else contextlib.nullcontext():  # variables placed as they are made
-        model = zoo.get(args.model, schema=schema.with_candidates(1), **overrides)
-    steps = StepLog()
-    if run is None or run.is_chief:  # (the folder is made here, once the arguments, data and model are good)
-        _lock(args.out)  # one run per folder: a second fit on it would share backup/ and overwrite the preset
-    os.makedirs(args.out, exist_ok=True)
-    _banner(args, model, recipe)
-    history = zoo.recipes.fit(model, train, val, recipe=recipe, backup_dir=backup, callbacks=[steps],
-                              verbose=_progress(), distribution=run)
-    if run is not None:
-        model = run.to_single_device(model)  # every process takes part (split tables are gathered)
-        if not run.is_chief:
-            return
-    kept = _kept_epoch(history.history, recipe)
-    if kept is not None:
-        print(kept["line"])
-    calibration = None
-    if args.calibrate:
-        from zoo.recipes.calibration import calibrate
-
-        print(f"calibrating ({args.calibrate}) on the validation split")
-        try:
-            model, calibration = calibrate(model, plain_val, args.calibrate, verbose=_progress())
-        except ZooError as error:  # e.g. a validation split of one class: the trained model is kept as it is
-            print(f"calibration skipped: {error}")
-        if calibration is not None:
-                print(f"{args.calibrate}: slope {calibration['slope']:.4f}, intercept {calibration['intercept']:.4f}: "
-                  f"validation LogLoss {calibration['logloss_before']:.5f} -> {calibration['logloss_after']:.5f}; "
-                  + ("kept" if calibration["kept"]
-                     else f"not kept ({calibration.get('reason') or 'it does not lower the LogLoss'})"))
-    if args.process_group is not None:
-        print(f"scoring the validation split of process 0's share of the data ({args.process_group.size} processes)")
-    else:
-        print("scoring the validation split")
-    report = zoo.recipes.evaluate(
-        model, plain_val, report_path=os.path.join(args.out, "report.json"), plots_dir=args.out,
-        history=history.history, step_history=steps.history, verbose=_progress(),
-    )
-    metrics = {"val_auc": report["auc"], "val_logloss": report["logloss"], "val_ece": report["calibration"]["ece"]}
-    if args.data != "simulator":
-        print("scoring the test split")
-        test, _ = _data(args, "test", held_out, batch_size=recipe.batch_size)
-        test_report = zoo.recipes.evaluate(
-            model, test, report_path=os.path.join(args.out, "test_report.json"), verbose=_progress()
-        )
-        metrics.update(test_auc=test_report["auc"], test_logloss=test_report["logloss"],
-                       test_ece=test_report["calibration"]["ece"])
-    baselines = _baselines(args, model, {"validation": plain_val, "test": test if args.data != "simulator" else None})
-    record, preprocessing = _training_data(args)
-    model.save_to_preset(
-        os.path.join(args.out, "preset"),
-        metadata={"training_data": record, "recipe": args.recipe, "seed": args.seed, "metrics": metrics,
-                  "training": {"epochs": recipe.epochs, "epochs_run": len(history.epoch),
-                               "batch_size": recipe.batch_size, "learning_rate": recipe.learning_rate,
-                               **({"kept_epoch": kept["epoch"]} if kept is not None else {})},
-                  **({"baselines": baselines} if baselines else {}),
-                  **({"calibration": {**calibration, "split": "validation"}} if calibration else {})},
-        preprocessing=preprocessing,
-    )
-    shown = ", ".join(f"{k} {v:.4f}" for k, v in metrics.items())
-    print(f"{args.model}: {shown} (ECE over 10 equal-frequency bins of pCTR); preset, report and figures in "
-          f"{args.out}")
+    train(args.model, _source(args), args.out, recipe=args.recipe, epochs=args.epochs, batch_size=args.batch_size,
+          learning_rate=args.learning_rate, hyperparameters=dict(args.set or []), calibrate=args.calibrate,
+          resume=args.resume,
+          distribution_options={"strategy": args.strategy, "devices": args.devices, "model_axis": args.model_axis,
+                                "shard_dense": args.shard_dense, "batch_scaling": args.batch_scaling})
 
 
 def _reproduce(args):
@@ -501,7 +181,6 @@ def _compare(args):
     import zoo
     from zoo.recipes.compare import markdown
 
-    _lock(args.out)
     board = zoo.recipes.compare(args.models, args.data, args.spec, args.out, seeds=args.seeds, epochs=args.epochs,
                                 batch_size=args.batch_size, learning_rate=args.learning_rate, later=args.later,
                                 history_from_log=not args.no_history_from_log, recipe=args.recipe)
@@ -547,7 +226,7 @@ def _simulated_labelled_data(args, model, split):
     """(dataset, user key) of `split` of the simulator or of --data/--path, checked against the model's schema."""
     from zoo.recipes.data_check import check_schema
 
-    data, schema = _data(args, split, args.rows)
+    data, schema = _source(args).load(split, args.rows, batch_size=args.batch_size)
     name = model.registered_name
     source = f"--data {args.data} --path {args.path}" if args.data != "simulator" else "(on the simulator)"
     check_schema(model, schema, hint=f"python -m zoo fit {name} {source}, or zoo.get('{name}', schema=schema)")
@@ -557,58 +236,28 @@ def _simulated_labelled_data(args, model, split):
 def _calibrate(args):
     """Fit post-hoc calibration (Platt or temperature scaling) of a preset on held-out rows and save the
     calibrated preset, kept only where it lowers their LogLoss (--keep always: kept anyway). A preset with a
-    data contract calibrates on the labelled rows of --data (zoo.recipes.calibrate_file: a spec preset's
+    data contract calibrates on the labelled rows of --data (zoo.recipes.calibrate_preset: a spec preset's
     held-out file; a reader's own data gives its protocol's validation split); others on the validation
     split of the simulator or --data/--path."""
     import zoo
-    from zoo import presets
-    from zoo.errors import ZooError
-    from zoo.recipes.calibration import calibrate
 
     model = zoo.load(args.preset)
-    folder, out = presets.resolve(args.preset), os.path.abspath(args.out)
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise ZooError(f"--out {args.out}: a file, not a folder")
-    raw = _reads_raw_rows(args, model)
-    if raw:
-        path = _raw_file(args, model.preprocessor)
-        calibrated, report = zoo.recipes.calibrate_file(model, path, args.method, keep=args.keep,
-                                                        history_from=args.history_from,
-                                                        batch_size=args.batch_size or 1024, verbose=_progress())
-        split, user_key = report["split"], model.preprocessor.user_key
-    else:
-        split = "validation"
-        data, user_key = _simulated_labelled_data(args, model, split)
-        calibrated, report = calibrate(model, data, args.method, user_key=user_key, verbose=_progress(), keep=args.keep)
+    path = _raw_file(args, model.preprocessor) if _reads_raw_rows(args, model) else None
+    result = zoo.recipes.calibrate_preset(args.preset, args.out, path, args.method, source=_source(args),
+                                          keep=args.keep, history_from=args.history_from,
+                                          batch_size=args.batch_size, model=model, verbose=_progress())
+    report, split = result["report"], result["split"]
     before, after = report["logloss_before"], report["logloss_after"]
     print(f"{args.method}: slope {report['slope']:.4f}, intercept {report['intercept']:.4f} on {report['rows']:,} "
           f"{split if split != 'all' else args.data} rows: LogLoss {before:.5f} -> {after:.5f}, ECE "
           f"{report['ece_before']:.4f} -> {report['ece_after']:.4f}; "
           + ("kept" if report["kept"] else f"not kept ({report.get('reason') or 'it does not lower the LogLoss'}); "
                                          "the preset is saved uncalibrated"))
-    metadata = presets.read_metadata(folder)
-    computed = {"date", "zoo_version", "keras_version", "backend", "parameters"}  # save() writes these afresh
-    metadata = {k: v for k, v in metadata.items() if k not in computed and not k.endswith("_sha256")}
-    metadata["calibration"] = {**{k: v for k, v in report.items() if k not in ("data", "rows_used")},
-                               "split": split, "data": args.data}
-    if split == "validation" and report["kept"]:  # the recorded test metrics become the calibrated model's
-        if raw:
-            test_report = zoo.recipes.evaluate_file(calibrated, path, held_out="test", history_from=args.history_from,
-                                                    verbose=_progress())
-        else:
-            test, _ = _simulated_labelled_data(args, calibrated, "test")
-            test_report = zoo.recipes.evaluate(calibrated, test, user_key=user_key, verbose=_progress())
-        metrics = dict(metadata.get("metrics") or {})
-        if metrics:
-            metadata["metrics_uncalibrated"] = metrics
-        metadata["metrics"] = {**metrics, "test_auc": test_report["auc"], "test_logloss": test_report["logloss"],
-                               "test_ece": test_report["calibration"]["ece"], "test_rows": test_report["rows"]}
-        if "test_gauc" in metrics or test_report.get("gauc") is not None:
-            metadata["metrics"]["test_gauc"] = test_report.get("gauc")
+    test_report, metrics = result["test_report"], result["uncalibrated_metrics"]
+    if test_report is not None:
         print(f"test split ({test_report['rows']:,} rows): AUC {test_report['auc']:.4f}, LogLoss "
               f"{test_report['logloss']:.5f}, ECE {test_report['calibration']['ece']:.4f}"
               + (f" (uncalibrated: LogLoss {metrics['test_logloss']:.5f})" if "test_logloss" in metrics else ""))
-    calibrated.save_to_preset(out, metadata=metadata)
     print(f"preset in {args.out}")
 
 
@@ -712,8 +361,11 @@ def _tune(args):
     from zoo.errors import ZooError
     from zoo.recipes.tuning import best_line, lead_line
 
-    train, schema = _data(args, "train", args.rows)
-    val, _ = _data(args, "validation", max(args.rows // 5, 1))
+    from zoo.recipes.train import training_recipe
+
+    source = _source(args)
+    train, schema = source.load("train", args.rows, batch_size=args.batch_size)
+    val, _ = source.load("validation", max(args.rows // 5, 1), batch_size=args.batch_size)
     warm_start = None
     if args.warm_start:
         warm_start = zoo.load(args.warm_start)
@@ -722,13 +374,13 @@ def _tune(args):
     tuner = zoo.recipes.tune(
         args.model, train, val, schema=schema, search=args.search, tuner=args.tuner, max_trials=args.max_trials,
         epochs=args.epochs or 1, directory=args.dir, seed=args.seed, verbose=2 if args.verbose else 1,
-        recipe=zoo.recipes.get_recipe(args.recipe, **_training_options(args)),
+        recipe=training_recipe(args.recipe, **_training_options(args)),
         warm_start=warm_start, executions_per_trial=args.executions_per_trial, **dict(args.set or []),
     )
     print(best_line(tuner))
     print(lead_line(tuner))
     if args.save_best:
-        record, preprocessing = _training_data(args)
+        record, preprocessing = source.record()
         zoo.recipes.save_best(tuner, args.save_best, metadata={"training_data": record}, preprocessing=preprocessing)
         print(f"best trial saved as a preset in {args.save_best}")
 
@@ -1076,9 +728,6 @@ def main(argv=None):
     except OSError as error:  # a file the command writes or reads: a folder, a full disk, no permission
         print(f"error: {_os_error(error)}", file=sys.stderr)
         return 2
-    finally:
-        while _LOCKS:  # the command's folders are free again (main may run again in this process)
-            _LOCKS.pop().close()
     return 0
 
 

@@ -1,0 +1,74 @@
+import json
+import os
+
+import zoo
+from tests.impression_logs import impression_spec, write_impression_log
+from tests.testing import TestCase, run_cli
+from zoo.errors import ZooError
+from zoo.recipes.train import folder_lock
+
+TINY = {"attention_units": [8], "mlp_units": [8]}
+
+
+class TrainTest(TestCase):
+    """`zoo.recipes.train` is `python -m zoo fit`: the same run, preset and numbers from one call."""
+
+    def test_the_python_call_and_the_command_line_give_the_same_run(self):
+        folder = self.get_temp_dir()
+        log = write_impression_log(os.path.join(folder, "log.csv"), rows=400)
+        spec = os.path.join(folder, "spec.json")
+        with open(spec, "w") as f:
+            json.dump(impression_spec(sequence_length=4), f)
+        lines = []
+        source = zoo.recipes.DataSource(log, spec=spec, seed=3)
+        result = zoo.recipes.train("din", source, os.path.join(folder, "python"), epochs=2, batch_size=64,
+                                   hyperparameters=TINY, log=lines.append)
+        self.assertTrue(lines[0].startswith("fit: din (a fresh model: class defaults, except attention_units=[8], "
+                                            "mlp_units=[8])"), lines[0])
+        self.assertIn("     recipe suan: 2 epoch(s), batch 64, learning rate 0.001, seed 3", lines)
+        self.assertTrue(any(line.startswith("kept epoch ") for line in lines), lines)
+        self.assertTrue(any(line.startswith("test: baselines (AUC on the same rows)") for line in lines), lines)
+        metadata = json.loads(open(os.path.join(result["preset"], "metadata.json")).read())
+        self.assertEqual(metadata["metrics"], result["metrics"])
+        self.assertEqual(set(result["baselines"]), {"validation", "test"})
+        self.assertEqual(metadata["training"]["kept_epoch"], result["kept_epoch"])
+        self.assertTrue(os.path.isfile(os.path.join(result["preset"], "preprocessing.json")))
+        status, out, err = run_cli("fit", "din", "--data", log, "--spec", spec, "--epochs", "2", "--batch-size", "64",
+                                   "--seed", "3", "--set", "attention_units=[8]", "--set", "mlp_units=[8]",
+                                   "--out", os.path.join(folder, "cli"))
+        self.assertEqual(status, 0, err)
+        cli = json.loads(open(os.path.join(folder, "cli", "preset", "metadata.json")).read())
+        self.assertEqual(cli["metrics"], result["metrics"])
+        self.assertEqual(cli["training"], metadata["training"])
+        python = os.path.join(folder, "python")
+        for line in lines:  # every line of the account, the same but for the folder
+            self.assertIn(line.strip().replace(python, os.path.join(folder, "cli")), out)
+
+    def test_a_held_folder_is_refused_and_freed_after(self):
+        folder = os.path.join(self.get_temp_dir(), "run")
+        with folder_lock(folder):
+            with self.assertRaisesRegex(ZooError, rf"^--out {folder}: another run is using it \(pid {os.getpid()}\)"):
+                with folder_lock(folder):
+                    pass
+            status, _, err = run_cli("fit", "din", "--rows", "64", "--epochs", "1", "--out", folder)
+            self.assertEqual(status, 2)
+            self.assertIn("another run is using it", err)
+        with folder_lock(folder):  # free again
+            pass
+
+    def test_a_limited_source_reads_its_first_rows(self):
+        folder = self.get_temp_dir()
+        log = write_impression_log(os.path.join(folder, "log.csv"), rows=400)
+        spec = os.path.join(folder, "spec.json")
+        with open(spec, "w") as f:
+            json.dump(impression_spec(sequence_length=4), f)
+        source = zoo.recipes.DataSource(log, spec=spec, rows=100, limit=True)
+        train, _ = source.load("train", batch_size=32)
+        self.assertEqual(sum(int(batch[1].shape[0]) for batch in train), 100)
+        self.assertGreater(source.info["rows"]["train"], 100)
+        record, preprocessing = source.record()
+        self.assertEqual(record["rows_used"], {"train": 100, "validation": 20})
+        self.assertEqual(record["data"], "spec")
+        self.assertIsNotNone(preprocessing)
+        with self.assertRaisesRegex(ZooError, "^--protocol and --data-option are a named data set's"):
+            zoo.recipes.DataSource(log, spec=spec, protocol="rest").load("train")
