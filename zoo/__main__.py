@@ -11,18 +11,8 @@ import os
 import re
 import sys
 
-# What the command line hides unless --verbose: lines TensorFlow's C++ runtime writes to stderr before
-# anything can configure it (TF_CPP_MIN_LOG_LEVEL does not reach the first two), matched whole.
-_NATIVE_NOISE = re.compile(
-    r"WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
-    r"|I\d{4} [\d:.]+ +\d+ port\.cc:\d+\] oneDNN custom operations are on\. .*TF_ENABLE_ONEDNN_OPTS=0`\."
-    r"|I\d{4} [\d:.]+ +\d+ cpu_feature_guard\.cc:\d+\] This TensorFlow binary is optimized to use available CPU "
-    r"instructions in performance-critical operations\."
-    r"|To enable the following instructions: .*, in other operations, rebuild TensorFlow with the appropriate "
-    r"compiler flags\."
-    r"|E\d{4} [\d:.]+ +\d+ util\.cc:\d+\] oneDNN supports DT_\w+ only on platforms with AVX-512\. Falling back "
-    r"to the default Eigen-based implementation if present\."
-)
+from zoo.native_logs import is_noise
+
 # Python warnings the user cannot act on, by their message (a regular expression matched at its start).
 _WARNINGS = (
     # Keras' fit passes shuffle=True by default; the zoo's pipelines shuffle the training split themselves.
@@ -37,12 +27,13 @@ _WARNINGS = (
 
 
 def _is_noise(line):
-    return _NATIVE_NOISE.fullmatch(line.rstrip("\r\n")) is not None
+    """TensorFlow's start-up lines (zoo/native_logs.py NOISE), which the command line hides unless --verbose."""
+    return is_noise(line)
 
 
 def _filter_native_stderr():
-    """Routes file descriptor 2 (what C++ libraries write to) through a thread that drops `_NATIVE_NOISE`
-    lines and passes every other line on at once; Python's own sys.stderr keeps the real stderr."""
+    """Routes file descriptor 2 (what C++ libraries write to) through a thread that drops TensorFlow's start-up
+    lines (`_is_noise`) and passes every other line on at once; Python's own sys.stderr keeps the real stderr."""
     import atexit
     import threading
 
@@ -741,6 +732,10 @@ def _command_line(argv):
     """`python -m zoo`: quiet unless --verbose, then `main`."""
     if "--verbose" not in argv:
         _quiet()
+    else:  # everything TensorFlow writes, its start-up lines too
+        from zoo import native_logs
+
+        native_logs.uninstall()
     return main(argv)
 
 
