@@ -85,6 +85,7 @@ import math
 import os
 import re
 
+import zoo.budget as budget_module
 from zoo.errors import ZooError
 
 FORMAT = "zoo.datasets.spec"
@@ -134,14 +135,17 @@ def feature_name(column):
 # The budget: the largest size a spec may name, checked before anything is built (each of these allocates
 # in proportion: a table of hash_buckets x embedding_dim floats and two Adam moments, N negatives per row,
 # histories of L ids per row). Past it, a spec is refused in one line naming the value and the budget.
-BUDGET = {
-    "sequence_length": 4_096,   # L
-    "embedding_dim": 1_024,
-    "hash_buckets": 1 << 24,    # 16.8M rows: 0.5 GB a table at dim 8, 1.6 GB with Adam's moments
-    "max_size": 1 << 24,
-    "buckets": 10_000,
-    "negatives": 100,           # sampled negatives per event: the rows grow (N + 1)-fold
-}
+class _SpecBudget(dict):
+    """The spec's sizes, read from the one resource budget (zoo/budget.py) when they are checked."""
+
+    KEYS = {"sequence_length": "sequence_length", "embedding_dim": "embedding_dim", "hash_buckets": "hash_buckets",
+            "max_size": "hash_buckets", "buckets": "buckets", "negatives": "negatives"}
+
+    def __getitem__(self, name):
+        return budget_module.BUDGET[self.KEYS[name]]
+
+
+BUDGET = _SpecBudget()  # sequence_length (L), embedding_dim, hash_buckets and max_size, buckets, negatives
 
 
 def _positive_int(value, where, allow_none=False, budget=None):
@@ -151,7 +155,7 @@ def _positive_int(value, where, allow_none=False, budget=None):
         raise ZooError(f"spec {where}: should be a positive integer, found {value!r}")
     if budget is not None and value > BUDGET[budget]:
         raise ZooError(f"spec {where}: {value:,} is past the budget of {BUDGET[budget]:,} "
-                       "(datasets/spec.py BUDGET)")
+                       f"(zoo/budget.py BUDGET['{BUDGET.KEYS[budget]}'])")
     return value
 
 

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import keras
 
+import zoo.budget as budget
 from zoo import registry
 from zoo.errors import ZooError
 
@@ -140,7 +141,7 @@ def read_metadata(directory):
     return _read_json(Path(directory) / METADATA)
 
 
-MAX_PARAMETERS = 10**9  # a config that builds more weights than this (4 GB in float32) is refused
+MAX_PARAMETERS = budget.BUDGET["parameters"]  # a config building more weights (4 GB in float32) is refused
 
 
 def _did_you_mean(names, known):

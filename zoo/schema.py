@@ -24,6 +24,7 @@ import re
 
 import numpy as np
 
+import zoo.budget as budget
 from zoo.errors import ZooError
 from zoo.feature import Feature
 
@@ -121,6 +122,8 @@ class Schema:
                 raise ZooError(
                     f"feature '{feature.key}' has embedding_dim {feature.embedding_dim!r}; it must be >= 1"
                 )
+            budget.check("embedding_dim", feature.embedding_dim, f"feature '{feature.key}' embedding_dim")
+            budget.check("vocabulary_size", feature.vocabulary_size, f"feature '{feature.key}' vocabulary_size")
         has_hist = bool(self.group("hist"))
         if has_hist and (not isinstance(self.sequence_length, int) or self.sequence_length < 1):
             raise ZooError(
@@ -132,6 +135,8 @@ class Schema:
             )
         if not isinstance(self.num_candidates, int) or self.num_candidates < 1:
             raise ZooError(f"num_candidates is {self.num_candidates!r}; it must be >= 1")
+        budget.check("sequence_length", self.sequence_length, "schema sequence_length")
+        budget.check("num_candidates", self.num_candidates, "schema num_candidates")
         if self.time and not has_hist:
             raise ZooError("schema has time=True but no hist feature to time")
         for name in set(self.field_names("hist")) & set(self.field_names("cand")):

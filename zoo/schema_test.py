@@ -1,3 +1,5 @@
+from unittest import mock
+
 import numpy as np
 
 from tests.testing import TestCase, small_simulator
@@ -138,3 +140,32 @@ class SchemaTest(TestCase):
                 simulator.schema.validate(later)
         else:
             self.assertEqual(simulator.schema.validate(later)["cand_time"].tolist(), later["cand_time"].tolist())
+
+
+class SchemaBudgetTest(TestCase):
+    """Every size a schema names stays within the resource budget (zoo/budget.py), refused in one line before
+    any model allocates it: a fresh lightsuan for L = 100,000 once ran past 450 s and 5.7 GB."""
+
+    def test_sizes_past_the_budget_are_refused_in_one_line(self):
+        import zoo
+        from zoo.budget import BUDGET
+
+        config = small_simulator().schema.to_dict()
+        cases = [
+            ({"sequence_length": 100_000}, "schema sequence_length: 100,000 is past the budget of 4,096 "
+                                           "(zoo/budget.py BUDGET['sequence_length'])"),
+            ({"num_candidates": 100_000}, "schema num_candidates: 100,000 is past the budget of 4,096"),
+            ({"features": [dict(config["features"][0], vocabulary_size=2**30)] + config["features"][1:]},
+             "vocabulary_size: 1,073,741,824 is past the budget of 33,554,432"),
+            ({"features": [dict(f, embedding_dim=1_000_000) for f in config["features"]]},
+             "embedding_dim: 1,000,000 is past the budget of 1,024"),
+        ]
+        for change, message in cases:
+            for build in (lambda c: Schema.from_dict(c), lambda c: zoo.get("lightsuan", schema=c)):
+                with self.subTest(change=list(change)), self.assertRaises(ZooError) as caught:
+                    build(dict(config, **change))  # the schema itself refuses: no layer is built
+                self.assertIn(message, str(caught.exception))
+                self.assertEqual(len(str(caught.exception).splitlines()), 1)
+        Schema.from_dict(dict(config, sequence_length=BUDGET["sequence_length"]))  # the budget itself is allowed
+        with mock.patch.dict(BUDGET, sequence_length=100_000):  # raised for a deliberately larger model
+            self.assertEqual(Schema.from_dict(dict(config, sequence_length=100_000)).sequence_length, 100_000)

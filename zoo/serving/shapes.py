@@ -14,6 +14,8 @@ in this order, before the request guard and the model; the first that fails is t
         "user_age has 2 rows but hist_item_id has 3: every input needs the same B"
     one number of candidates M for all cand_* inputs (where M is dynamic: parallel candidates, decode)
         "cand_category has shape [3, 5] but cand_item_id has [3, 4]: the cand_* inputs share M"
+    the resource budget (zoo/budget.py): each input's values, and the B x M scores asked for
+        "cand_item_id asks for 100000 scores (rows x candidates), past the budget of 65,536 per request ..."
 
 What a client sees for a refused shape: the status is INVALID_ARGUMENT and its message is
 "assertion failed: [<that line>]" followed by TF's node line "\n\t [[{{node ...}}]]":
@@ -96,6 +98,40 @@ def _checks(specs, features, shared=None):
                 return tf.equal(shape[1], expected[1]), tf.strings.join(message)
 
             checks.append(agree)
+    by_m = next((group for what, group in shared.items() if what.endswith("share M") and group), [])
+    candidates = by_m[0] if by_m else next((k for k in keys if k.startswith("cand_")), keys[0] if keys else None)
+    checks += _budget_checks(keys, features, candidates)
+    return checks
+
+
+def _budget_checks(keys, features, candidates):
+    """The request's size against the resource budget (zoo/budget.py), once its shapes are right: every
+    input's values (B x L, B x H, ...) within BUDGET["request_values"], and the scores asked for (B x M of
+    the first cand_* input, else B) within BUDGET["request_scores"]: "<key> holds 2,000,000 values, past the
+    budget of ...". Read when the graph is traced (an export keeps the budget it was made with)."""
+    import tensorflow as tf
+
+    from zoo.budget import BUDGET
+
+    checks = []
+    for key in keys:
+        def values(key=key, limit=BUDGET["request_values"]):
+            size = tf.size(features[key], out_type=tf.int64)
+            message = [key, " holds ", tf.strings.as_string(size), f" values, past the budget of {limit:,} per input "
+                       "(request_values in zoo/budget.py): send fewer rows per request"]
+            return size <= limit, tf.strings.join(message)
+
+        checks.append(values)
+    if candidates is not None:
+        def scores(key=candidates, limit=BUDGET["request_scores"]):
+            shape = tf.shape(features[key], out_type=tf.int64)
+            asked = shape[0] * (shape[1] if features[key].shape.rank and features[key].shape.rank > 1 else 1)
+            message = [key, " asks for ", tf.strings.as_string(asked), f" scores (rows x candidates), past the budget "
+                       f"of {limit:,} per request (request_scores in zoo/budget.py): send fewer rows or "
+                       "candidates per request"]
+            return asked <= limit, tf.strings.join(message)
+
+        checks.append(scores)
     return checks
 
 

@@ -163,8 +163,13 @@ class ParallelCandidatesShapesTest(ExportCase):
 
     @classmethod
     def setUpClass(cls):
-        path = cls.export("lightsuan", "parallel_candidates", parallel_candidates=4, sample_rate=0.25)
-        cases = {}
+        from unittest import mock
+
+        from zoo.budget import BUDGET
+
+        with mock.patch.dict(BUDGET, request_scores=900):  # 3 rows x 300 candidates: the budget itself
+            path = cls.export("lightsuan", "parallel_candidates", parallel_candidates=4, sample_rate=0.25)
+        cases = {"over_budget": ("score_all", with_candidates(cls.simulator, cls.features, 301))}
         for signature in ("serving_default", "score_all"):
             for m in cls.M + (0,):
                 cases[f"{signature}_m{m}"] = (signature, with_candidates(cls.simulator, cls.features, m))
@@ -191,6 +196,13 @@ class ParallelCandidatesShapesTest(ExportCase):
                 empty = np.zeros((3, 0), "float32")
                 self.assert_served(f"{signature}_m0", {"pctr": empty, "rectified_pctr": empty})
 
+    def test_scores_past_the_budget_refused_in_one_line(self):
+        """B x M past BUDGET["request_scores"] (read when the export traced the graph) is refused before the
+        model runs; 3 x 300, the budget itself, was served above."""
+        self.assert_refused("over_budget", "cand_item_id asks for 903 scores (rows x candidates), past the budget of "
+                                           "900 per request (request_scores in zoo/budget.py): send fewer "
+                                           "rows or candidates per request")
+
     def test_mismatched_candidates_and_batch_refused_in_one_line(self):  # 4
         self.assert_refused("cand_mismatch", "cand_category has shape [3, 3] but cand_item_id has [3, 4]: "
                                              "the cand_* inputs share M")
@@ -204,7 +216,13 @@ class PlainShapesTest(ExportCase):
 
     @classmethod
     def setUpClass(cls):
-        path = cls.export("din")
+        from unittest import mock
+
+        from zoo.budget import BUDGET
+
+        length = small_simulator().schema.sequence_length
+        with mock.patch.dict(BUDGET, request_values=3 * length):  # 3 rows of history: the budget itself
+            path = cls.export("din")
         features = cls.features
         length = cls.simulator.schema.sequence_length
         cls.length = length
@@ -217,6 +235,7 @@ class PlainShapesTest(ExportCase):
             "candidates": ("serving_default", with_candidates(cls.simulator, features, 2)),
             "missing": ("serving_default", {k: v for k, v in features.items() if k != "ctx_hour"}),
             "extra": ("serving_default", dict(features, hist_foo=features["hist_item_id"])),
+            "over_budget": ("serving_default", {k: np.concatenate([v, v[:1]]) for k, v in features.items()}),
         }
         cls.report = call_export(path, cases)
 
@@ -233,6 +252,11 @@ class PlainShapesTest(ExportCase):
         self.assert_refused("rank", f"hist_item_id has shape [3] but the signature takes [B, {self.length}]")
         self.assert_refused("batch", "user_age has 2 rows but hist_item_id has 3: every input needs the same B")
         self.assert_refused("candidates", "cand_item_id has shape [3, 2] but the signature takes [B, 1]")
+
+    def test_values_past_the_budget_refused_in_one_line(self):
+        self.assert_refused("over_budget", f"hist_item_id holds {4 * self.length} values, past the budget of "
+                                           f"{3 * self.length} per input (request_values in zoo/budget.py): "
+                                           "send fewer rows per request")
 
     def test_missing_or_extra_key_named_by_the_caller(self):  # 4: TF's own error, before the graph
         for case, words in (("missing", "missing a required argument: 'ctx_hour'"),
