@@ -15,12 +15,14 @@ read with a fitted preprocessing (scoring mode).
   events before its own time, so the cache is O(events), not O(samples x L).
 """
 
+import fcntl
 import hashlib
 import json
 import os
 import shutil
 import tempfile
 import threading
+import time
 
 import numpy as np
 
@@ -49,19 +51,57 @@ def cache_key(files, name, protocol, options):
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
+BUILDING = ".building"  # the lock file a build holds in its temporary folder (flock: freed when its process dies)
+ABANDONED_AFTER = 3600  # seconds: a temporary folder without that lock file (an older zoo's) is left alone this long
+
+
+def remove_abandoned(cache_dir):
+    """Removes the temporary build folders (".<name>-XXXX") of `cache_dir` that no live process holds: a build
+    killed with SIGKILL (or a machine that went down) leaves its partial arrays and partitions behind, and
+    the next build in that cache removes them. A folder is abandoned when its BUILDING lock can be taken (its
+    process is gone), or, without one, when it is older than ABANDONED_AFTER. Returns the folders removed."""
+    removed = []
+    try:
+        entries = list(os.scandir(cache_dir))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
+            continue
+        lock = os.path.join(entry.path, BUILDING)
+        try:
+            if not os.path.exists(lock):
+                if time.time() - entry.stat(follow_symlinks=False).st_mtime < ABANDONED_AFTER:
+                    continue  # just made (its lock comes next), or an older zoo's build still running
+            else:
+                with open(lock, "a") as handle:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held by a live build: BlockingIOError
+        except (BlockingIOError, FileNotFoundError):
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed.append(entry.path)
+    return removed
+
+
 def cached(cache_dir, name, protocol, key, build):
-    """The processed directory, built by `build(tmp_dir)` on a miss (atomically, via a temp dir)."""
+    """The processed directory, built by `build(tmp_dir)` on a miss (atomically, via a temp dir that the build
+    holds locked; `remove_abandoned` clears the temp dirs of builds that died first)."""
     target = os.path.join(cache_dir, f"{name}-{protocol}-{key}")
     if os.path.isfile(os.path.join(target, "meta.json")):
         return target
     os.makedirs(cache_dir, exist_ok=True)
+    remove_abandoned(cache_dir)
     tmp = tempfile.mkdtemp(prefix=f".{name}-", dir=cache_dir)
+    lock = open(os.path.join(tmp, BUILDING), "w")
     try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         build(tmp)
+        os.remove(os.path.join(tmp, BUILDING))
         if os.path.isdir(target):  # a stale, incomplete build
             shutil.rmtree(target)
         os.replace(tmp, target)
     finally:
+        lock.close()
         if os.path.isdir(tmp):
             shutil.rmtree(tmp, ignore_errors=True)
     return target
