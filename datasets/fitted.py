@@ -81,7 +81,38 @@ def read_preprocessing(source):
         raise ZooError(f"{where}: the preprocessing lacks {', '.join(missing)}")
     if not isinstance(source["fitted"], dict) or not isinstance(source["options"], dict):
         raise ZooError(f"{where}: the preprocessing's 'fitted' and 'options' should be objects")
+    if source["dataset"] == "spec":
+        check_spec_vocabularies(source, where)
     return source
+
+
+def check_spec_vocabularies(state, where="preprocessing"):
+    """Refuses a spec's fitted state whose vocabularies do not give its schema's vocabulary sizes (a table of
+    N values makes N + 2 ids: padding and the OOV id; a statistic's E bucket edges E + 2), in one line naming
+    the column and the feature: ids past a table would otherwise read another feature's rows or fail."""
+    schema = Schema.from_dict(state["schema"])
+    columns = (state.get("spec") or {}).get("columns") or {}
+    for column, options in columns.items():
+        table = state["fitted"].get(column)
+        if not isinstance(table, dict) or table.get("kind") != "vocabulary" or not isinstance(options, dict):
+            continue
+        ids = len(table.get("tokens") or ()) + 2
+        for feature in schema.features:
+            if feature.name == options.get("feature") and feature.vocabulary_size != ids:
+                raise ZooError(f"{where}: the fitted vocabulary of '{column}' makes {ids:,} ids but the schema's "
+                               f"{feature.key} has vocabulary_size {feature.vocabulary_size:,}: the vocabulary and "
+                               "the schema come from different fits")
+    for name, table in state["fitted"].items():
+        if not name.startswith("statistics:") or not isinstance(table, dict):
+            continue
+        for edges, suffix in zip(table.get("edges") or (), ("seen", "positives", "rate")):
+            column = table.get("key", name.split(":", 1)[1])
+            feature_name = f"{(columns.get(column) or {}).get('feature', column)}_{suffix}"
+            for feature in schema.features:
+                if feature.name == feature_name and feature.vocabulary_size != len(edges) + 2:
+                    raise ZooError(f"{where}: the fitted statistics '{name}' make {len(edges) + 2} bucket ids for "
+                                   f"{feature.key} but the schema has vocabulary_size {feature.vocabulary_size}: "
+                                   "the statistics and the schema come from different fits")
 
 
 def tables(state, names):

@@ -249,3 +249,29 @@ class StateFileTest(TestCase):
             fitted.tables(state, ("item_id",))
         with self.assertRaisesRegex(ZooError, "has no fitted 'user_id'"):
             fitted.tables(self.state(), ("user_id",))
+
+
+class SpecVocabulariesTest(TestCase):
+    """A spec's fitted vocabularies and statistics must make its schema's vocabulary sizes: a state that
+    mixes two fits is refused in one line naming the column and the feature."""
+
+    def test_a_state_from_two_fits_is_refused(self):
+        from tests.impression_logs import impression_spec, write_impression_log
+
+        log = write_impression_log(os.path.join(self.get_temp_dir(), "log.csv"), rows=200)
+        state = prepare(impression_spec(sequence_length=4), log, verbose=False).preprocessing()
+        read_preprocessing(state)  # consistent
+        vocabulary = next(c for c, t in state["fitted"].items() if isinstance(t, dict) and t.get("kind") == "vocabulary")
+        statistic = next(name for name in state["fitted"] if name.startswith("statistics:") and
+                         state["fitted"][name].get("edges"))
+        cases = [(lambda s: s["fitted"][vocabulary]["tokens"].pop(),
+                  rf"^preprocessing: the fitted vocabulary of '{vocabulary}' makes \d+ ids but the schema's \w+ has "
+                  r"vocabulary_size [\d,]+: the vocabulary and the schema come from different fits$"),
+                 (lambda s: s["fitted"][statistic]["edges"][0].append(1e9),
+                  rf"^preprocessing: the fitted statistics '{statistic}' make \d+ bucket ids for \w+ but the schema "
+                  r"has vocabulary_size \d+: the statistics and the schema come from different fits$")]
+        for change, message in cases:
+            broken = json.loads(json.dumps(state))
+            change(broken)
+            with self.subTest(message=message[:40]), self.assertRaisesRegex(ZooError, message):
+                read_preprocessing(broken)
