@@ -295,6 +295,39 @@ class Schema:
                 raise ZooError(f"labels have shape {list(labels.shape)}; the contract wants [B, M]")
         return arrays
 
+    def batch_check(self, features):
+        """`features` (a dict of TensorFlow tensors: a tf.data batch) behind graph asserts of what `validate`
+        checks per value: ids in [0, vocabulary_size), numerics finite and within +-NUMERIC_LIMIT. Keras'
+        fit, evaluate and predict on a tf.data.Dataset run it on each batch in the input pipeline (zoo
+        models map their datasets through it), where a bad batch raises InvalidArgumentError "assertion
+        failed: [a batch of the data: <the line validate would give>]" before any backend sees it."""
+        import tensorflow as tf
+
+        checks = []
+        for feature in self.features:
+            if feature.key not in features:
+                continue
+            key, value = feature.key, features[feature.key]
+            empty = tf.equal(tf.size(value), 0)
+            if feature.group in ID_GROUPS:
+                low, high = tf.reduce_min(value), tf.reduce_max(value)
+                vocab = feature.vocabulary_size
+                checks.append(tf.debugging.Assert(empty | (low >= 0), [tf.strings.join([
+                    f"a batch of the data: {key} has a negative value (", tf.strings.as_string(low),
+                    "); ids and times are >= 0"])]))
+                checks.append(tf.debugging.Assert(empty | (high < vocab), [tf.strings.join([
+                    f"a batch of the data: {key} has id ", tf.strings.as_string(high), f" but its vocabulary_size is "
+                    f"{vocab} (ids lie in [0, {vocab}); map unknown values to {vocab - 1}, the OOV id)"])]))
+            else:
+                value = tf.cast(value, tf.float32)
+                checks.append(tf.debugging.Assert(tf.reduce_all(tf.math.is_finite(value)), [
+                    f"a batch of the data: {key} contains NaN or infinite values"]))
+                checks.append(tf.debugging.Assert(empty | (tf.reduce_max(tf.abs(value)) <= NUMERIC_LIMIT), [
+                    f"a batch of the data: {key} has values beyond +-{NUMERIC_LIMIT:.0e}: numeric features are "
+                    "expected after the paper's transform (log, standardisation or buckets)"]))
+        with tf.control_dependencies(checks):
+            return {key: tf.identity(value) for key, value in features.items()}
+
     def check_keys(self, features, expected=None):
         """Refuses (one-line ZooError) a `features` that is not a dict, that holds a key outside the
         schema or lacks one of `expected` (default: every schema key)."""

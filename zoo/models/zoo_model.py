@@ -16,6 +16,23 @@ def _is_array(value):
     return isinstance(value, np.ndarray) or keras.ops.is_tensor(value)
 
 
+def _is_tf_data(value):
+    return type(value).__module__.startswith("tensorflow") and hasattr(value, "element_spec") and hasattr(value, "map")
+
+
+BATCH_REFUSAL = "assertion failed: [a batch of the data: "
+
+
+def _batch_refusal(error):
+    """The one-line ZooError of a batch `Schema.batch_check` refused (InvalidArgumentError from the input
+    pipeline, under any backend: "... assertion failed: [a batch of the data: <line>]"), or None."""
+    for line in str(error).splitlines():
+        start = line.find(BATCH_REFUSAL)
+        if start >= 0:
+            return ZooError(line[start + len("assertion failed: ["):].rstrip().removesuffix("]"))
+    return None
+
+
 def _is_tensor(value):
     """A backend tensor or a KerasTensor (a trace or a symbolic call), not a request's NumPy array."""
     return keras.ops.is_tensor(value) or isinstance(value, keras.KerasTensor)
@@ -128,6 +145,64 @@ class ZooModel(keras.Model):
         return cls(**config)
 
     # ------------------------------------------------------------------ entry points
+    def fit(self, x=None, y=None, *args, **kwargs):
+        """keras.Model.fit, with its data guarded as `predict`'s is (see `guarded_source`): a bad value in a
+        batch is one ZooError line naming the key, never a backend traceback or a silent NaN."""
+        if _is_tf_data(kwargs.get("validation_data")):
+            kwargs["validation_data"] = self.guarded_source(kwargs["validation_data"])
+        rest = (y, *args) if y is not None or args else ()
+        return self._refusing(lambda: super(ZooModel, self).fit(self.guarded_source(x), *rest, **kwargs))
+
+    def evaluate(self, x=None, y=None, *args, **kwargs):
+        """keras.Model.evaluate, with its data guarded as `fit`'s is."""
+        rest = (y, *args) if y is not None or args else ()
+        return self._refusing(lambda: super(ZooModel, self).evaluate(self.guarded_source(x), *rest, **kwargs))
+
+    def guarded_source(self, x):
+        """The Keras data path guarded as the exported signatures are, but refusing instead of repairing: a
+        dict of arrays is validated here (`checked`: one ZooError line); a tf.data.Dataset (the zoo's
+        pipelines, any backend) is mapped through `Schema.batch_check`, so a batch with an id outside its
+        vocabulary or a non-finite numeric stops the call with one line (`_refusing`) before any backend
+        sees it (unguarded: TensorFlow raised an 80-line InvalidArgumentError, JAX scored NaN and trained on
+        it, torch an IndexError). Other sources (generators, a keras.utils.PyDataset) are passed on as
+        they are: validate their batches with `model.schema.validate` when they may be bad."""
+        if isinstance(x, dict):
+            return self.checked(x)
+        if _is_tf_data(x):
+            check = self.schema.batch_check
+
+            def checked(*batch):
+                if len(batch) == 1:
+                    return check(batch[0]) if isinstance(batch[0], dict) else batch[0]
+                return (check(batch[0]) if isinstance(batch[0], dict) else batch[0],) + tuple(batch[1:])
+
+            return x.map(checked).with_options(x.options())  # (the source's options: no autotuning thread, ...)
+        return x
+
+    def _refusing(self, call):
+        """Runs `call` (a fit, evaluate or predict); a batch that `Schema.batch_check` refused becomes its
+        one-line ZooError. Whatever fails, the model stays usable: under JAX, Keras detaches ("purges")
+        the variables' values while it trains or evaluates and puts them back only at the end, so they are
+        put back here (the last completed step's state, else the values before the call)."""
+        tracked = list(self.variables)
+        if getattr(self, "optimizer", None) is not None:
+            tracked += list(self.optimizer.variables)
+        before = [variable.value for variable in tracked]  # references, not copies
+        try:
+            return call()
+        except Exception as error:
+            sync = getattr(self, "jax_state_sync", None)
+            if sync is not None and getattr(self, "_jax_state", None):
+                sync()
+                self._jax_state = None
+            for variable, value in zip(tracked, before):
+                if getattr(variable, "_value", True) is None:
+                    variable.assign(value)
+            refusal = _batch_refusal(error)
+            if refusal is None:
+                raise
+            raise refusal from None
+
     def score(self, features, batch_size=None):
         """pctr [B, M] of a batch in the contract, as NumPy: `predict` without Keras' progress bar (validated,
         one call at a time; a rejected or failed call leaves the model as usable as before)."""
@@ -138,11 +213,11 @@ class ZooModel(keras.Model):
         Schema first (`checked`: one-line ZooError, before any backend call); a tf.data.Dataset or another
         Keras data source is passed on (its keys are checked as each batch reaches the model); the call
         runs through `run_predictor` (one call at a time, the model as usable after a failure)."""
-        x = self._checked_input(x)
-        return self.run_predictor(
+        x = self.guarded_source(self._checked_input(x))
+        return self._refusing(lambda: self.run_predictor(
             lambda: super(ZooModel, self).predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
                                                   callbacks=callbacks)
-        )
+        ))
 
     def predict_on_batch(self, x):
         """keras.Model.predict_on_batch, guarded like `predict`."""

@@ -68,3 +68,52 @@ class ZooModelTest(TestCase):
                     self.assertEqual(list(kept) if isinstance(kept, tuple) else kept,
                                      list(value) if isinstance(value, tuple) else value, key)
                 self.assertEqual(cls.from_config(model.get_config()).get_config(), model.get_config())
+
+
+class KerasDataPathTest(TestCase):
+    """fit, evaluate and predict on a tf.data.Dataset (or a dict of arrays) refuse a bad value in one line on
+    every backend, where TensorFlow raised an 80-line InvalidArgumentError, JAX scored (and trained on) NaN
+    and torch raised an IndexError; good data passes unchanged."""
+
+    def setUp(self):
+        import tensorflow as tf
+
+        self.tf = tf
+        self.simulator = small_simulator()
+        self.model = registry.entry("din").cls(self.simulator.schema, **SMALL["din"])
+        self.model.compile(optimizer="adam", loss="binary_crossentropy")
+        self.features, self.labels = self.simulator.sample(8, seed=1)
+
+    def dataset(self, features):
+        return self.tf.data.Dataset.from_tensor_slices((features, self.labels)).batch(4)
+
+    def test_a_bad_batch_is_one_line(self):
+        vocab = self.simulator.schema.feature("cand_item_id").vocabulary_size
+        cases = []
+        for key, value, message in (
+                ("cand_item_id", 10**6, f"cand_item_id has id 1000000 but its vocabulary_size is {vocab} (ids lie in "
+                                        f"[0, {vocab}); map unknown values to {vocab - 1}, the OOV id)"),
+                ("hist_item_id", -3, "hist_item_id has a negative value (-3); ids and times are >= 0"),
+                ("num_price", np.nan, "num_price contains NaN or infinite values")):
+            bad = {k: v.copy() for k, v in self.features.items()}
+            bad[key][(5, 0)[:bad[key].ndim]] = value  # in the second batch
+            cases.append((bad, message))
+        for bad, message in cases:
+            for name, call in (("fit", lambda d: self.model.fit(d, epochs=1, verbose=0)),
+                               ("evaluate", lambda d: self.model.evaluate(d, verbose=0)),
+                               ("predict", lambda d: self.model.predict(d, verbose=0))):
+                with self.subTest(call=name, message=message[:30]):
+                    with self.assertRaises(ZooError) as caught:
+                        call(self.dataset(bad))
+                    self.assertEqual(str(caught.exception), "a batch of the data: " + message)
+            with self.subTest(call="fit on a dict"), self.assertRaises(ZooError) as caught:
+                self.model.fit(bad, self.labels, epochs=1, verbose=0)
+            self.assertEqual(len(str(caught.exception).splitlines()), 1)
+
+    def test_good_data_passes_unchanged(self):
+        guarded = self.model.predict(self.dataset(self.features), verbose=0)
+        direct = self.model.predict_on_batch(self.features)
+        self.assertAllClose(guarded, direct, atol=1e-6)
+        history = self.model.fit(self.dataset(self.features), validation_data=self.dataset(self.features), epochs=1,
+                                 verbose=0)
+        self.assertTrue(np.isfinite(history.history["loss"][0]))
