@@ -31,6 +31,10 @@ way (a case still running after 10 minutes counts as a traceback: a hang): row "
 Prints one row of counts per family and entry point (every failure counted), the failures in KNOWN
 (found in model files and reported there) and the first examples of the others; exits 1 on any
 failure not in KNOWN. tests/fuzz_test.py runs 50 cases per family on every backend.
+
+Then the data paths (`--surfaces`, all three by default; benchmarks/fuzz_data_paths.py): the spec engine
+on mutated specs and logs, every output path of the command line pointed where it cannot write, and the
+raw signature on mutated requests (TensorFlow), --cases each (the command line: its 36 fixed cases).
 """
 
 import argparse
@@ -658,6 +662,8 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--examples", type=int, default=20, help="failures printed with their detail")
     parser.add_argument("--threads", type=int, default=8, help="threads of the concurrent pass (0: none)")
+    parser.add_argument("--surfaces", nargs="*", default=["spec", "cli", "raw"], choices=["spec", "cli", "raw"],
+                        help="data paths fuzzed after the families (benchmarks/fuzz_data_paths.py); none: --surfaces")
     args = parser.parse_args()
     import keras
 
@@ -695,6 +701,12 @@ def main():
     print(f"{len(failures)} failure(s) besides the known ones")
     for family, name, mutation, outcome, detail in failures[: args.examples]:
         print(f"FAILURE {family}.{name} {mutation}: {outcome}: {detail}")
+    surfaces = [s for s in args.surfaces if s != "raw" or keras.backend.backend() == "tensorflow"]
+    if surfaces:
+        import fuzz_data_paths
+
+        print(f"data paths ({', '.join(surfaces)}; the raw signature under TensorFlow only):")
+        failures += fuzz_data_paths.run(surfaces, args.cases, args.seed, args.examples)
     return 1 if failures else 0
 
 

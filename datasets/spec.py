@@ -87,6 +87,7 @@ import re
 
 import zoo.budget as budget_module
 from zoo.errors import ZooError
+from zoo.schema import NUMERIC_LIMIT
 
 FORMAT = "zoo.datasets.spec"
 VERSION = 1
@@ -449,8 +450,9 @@ class DataSpec:
                 checked["log1p"] = bool(options.get("log1p", False))
                 fill = options.get("fill", "mean")
                 if fill != "mean" and (not isinstance(fill, (int, float)) or isinstance(fill, bool)
-                                       or not math.isfinite(fill)):
-                    raise ZooError(f"spec {where}: 'fill' should be \"mean\" or a finite number, found {fill!r}")
+                                       or not math.isfinite(fill) or abs(fill) > NUMERIC_LIMIT):
+                    raise ZooError(f"spec {where}: 'fill' should be \"mean\" or a finite number within +-1e9, "
+                                   f"found {fill!r}")
                 checked["fill"] = fill
                 checked["scale"] = options.get("scale", "none")
                 if checked["scale"] not in ("none", "standardize"):

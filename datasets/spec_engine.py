@@ -35,7 +35,7 @@ from zoo.datasets.process_group import ProcessGroup
 from zoo.datasets.spec import BUDGET, DataSpec
 from zoo.errors import ZooError
 from zoo.feature import Feature
-from zoo.schema import Schema
+from zoo.schema import NUMERIC_LIMIT, Schema
 
 DERIVED_SIZES = {"hour": 26, "weekday": 9}  # ids 1..24 / 1..7, then OOV
 TIME_BITS = 34  # (time - earliest) < 2**34 s (544 years) beside the user code in one sortable int64 key
@@ -483,6 +483,11 @@ class _Build:
             return (1 + np.searchsorted(np.asarray(state["edges"]), values, side="right")).astype(np.int32)
         if "std" in state:
             values = (values - state["mean"]) / state["std"]
+        beyond = np.abs(values) > NUMERIC_LIMIT  # the contract's bound (Schema.validate); the raw graph clips alike
+        if beyond.any():
+            self.count(f"clipped {{n}} '{name}' value(s) to +-{NUMERIC_LIMIT:.0e} (numeric features lie within it)",
+                       beyond, (0, list(self.spec.columns).index(name)))
+            values = np.clip(values, -NUMERIC_LIMIT, NUMERIC_LIMIT)
         return values.astype(np.float32)
 
     def _fit_numeric(self, name, options, values, missing, train):

@@ -279,6 +279,24 @@ class ImpressionLogTest(TestCase):
         self.assertEqual(sum(processed.rows.values()), 17)
         self.assertIn("dropped 2 row(s) with an unreadable 'ts'", processed.info["repairs"])
 
+    def test_numbers_past_the_contracts_bound_are_clipped_and_counted(self):
+        """A numeric beyond +-1e9 once transformed (neither log1p'd nor standardised here) is clipped to it and
+        counted (the raw signature does the same), never stored past what Schema.validate accepts."""
+        path = os.path.join(self.folder, "huge.csv")
+        with open(path, "w") as f:
+            f.write("clicked,ts,item_id,title,user_id,price,category,device\n")
+            for k in range(20):
+                price = {4: "1e12", 6: "-1e300"}.get(k, "2")
+                f.write(f"{k % 2},2024-03-01T08:{k:02d}:00Z,i{k % 4},t,u{k % 3},{price},c,web\n")
+        spec = impression_spec()
+        spec["columns"]["price"] = {"role": "num", "type": "numeric", "log1p": False, "scale": "none"}
+        processed = self.prepare(spec, path)
+        account = processed.info["accounting"]["huge.csv"]
+        self.assertEqual((account["read"], account["repaired"]), (20, 2))
+        self.assertIn("clipped 2 'price' value(s) to +-1e+09", processed.info["repairs"])
+        prices = np.concatenate([processed.column(split, "num_price") for split in processed.rows])
+        self.assertEqual((prices.max(), prices.min()), (np.float32(1e9), np.float32(-1e9)))
+
     def test_a_list_column_history_keeps_the_newest_l_and_counts_the_cut(self):
         path = os.path.join(self.folder, "ads.csv")
         with open(path, "w") as f:

@@ -11,8 +11,10 @@ quoted newline shifts the lines after it (the row index is still exact). Parquet
 numbered from 1.
 """
 
+import bz2
 import csv
 import glob
+import gzip
 import io
 import os
 
@@ -63,13 +65,20 @@ def _csv_header(path, source):
     """The column names of a CSV file (its header line, or the spec's column_names)."""
     if not source["header"]:
         return list(source["column_names"])
-    with open(path, "rb") as stream:
-        first = stream.readline().decode("utf-8-sig", "replace")
+    opener = {".gz": gzip.open, ".bz2": bz2.open}.get(os.path.splitext(str(path))[1].lower(), open)
+    try:
+        with opener(path, "rb") as stream:  # (a compressed log's first line, as pyarrow's reader will see it)
+            first = stream.readline().decode("utf-8-sig", "replace")
+    except (OSError, EOFError) as error:
+        raise ZooError(f"{path}: cannot read its header line ({error})") from None
     if not first.strip():
         raise ZooError(f"{path}: the file is empty (a header line was expected)")
     reader = csv.reader(io.StringIO(first), delimiter=source["delimiter"], quotechar=source["quote"] or '"',
                         quoting=csv.QUOTE_MINIMAL if source["quote"] else csv.QUOTE_NONE)
-    return [name.strip() for name in next(reader)]
+    try:
+        return [name.strip() for name in next(reader)]
+    except csv.Error as error:
+        raise ZooError(f"{path}: its header line is not CSV ({error})") from None
 
 
 def unique_names(names):

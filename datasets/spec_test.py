@@ -30,6 +30,7 @@ class DataSpecValuesTest(TestCase):
              r"column 'user_id' 'hash_buckets': 9,223,372,036,854,775,808 is past the budget of 16,777,216"),
             (lambda s: s["columns"]["price"].update(fill=float("nan")), r"'fill' should be \"mean\" or a finite number"),
             (lambda s: s["columns"]["price"].update(fill=float("inf")), r"'fill' should be \"mean\" or a finite number"),
+            (lambda s: s["columns"]["price"].update(fill=2**63), r"'fill' should be .* within \+-1e9, found 9223372036"),
             (lambda s: s.update(label={"events": True, "negatives": 1_000_000}),
              r"'label.negatives': 1,000,000 is past the budget of 100"),
             (lambda s: s.update(sequence_length=10_000_000), r"'sequence_length': 10,000,000 is past the budget"),

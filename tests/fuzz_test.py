@@ -93,3 +93,25 @@ class FuzzTest(TestCase):
             with self.subTest(outcome=outcome):
                 case.request = {"x": np.zeros(3)}
                 self.assertEqual(fuzz.run_case(Entry(behaviour), case)[0], outcome)
+
+
+def data_paths_module():
+    spec = importlib.util.spec_from_file_location("fuzz_data_paths", ROOT / "benchmarks" / "fuzz_data_paths.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class DataPathsFuzzTest(TestCase):
+    """benchmarks/fuzz_data_paths.py in small (TensorFlow: the raw signature is a TensorFlow export): 40
+    mutated specs and logs through the spec engine and 40 mutated requests through the raw signature,
+    each a correct result or one clear line."""
+
+    def test_the_spec_engine_and_the_raw_signature(self):
+        import keras
+
+        if keras.backend.backend() != "tensorflow":
+            self.skipTest("the raw signature is exported and called under TensorFlow; the engine is backend-free")
+        fuzz = data_paths_module()
+        failures = fuzz.run(["spec", "raw"], cases=40, seed=3, folder=self.get_temp_dir())
+        self.assertEqual(failures, [])

@@ -29,7 +29,7 @@ of the whole fitted log per value), bucketed as the engine buckets them. Outputs
 `rectified_pctr` for SUAN-family models), `unknown_ids` [B] (values mapped to OOV), `history_cut` [B]
 (history entries dropped: beyond L, not before the request's time, or with an unreadable time),
 `repaired` [B] (numbers that are not finite numbers, "abc", "inf" or "1e400", filled as missing values
-with the fitted fill). A request time that is not a time from 1970 to 2262 ("", "-5", "1e20") stops
+with the fitted fill; numbers beyond +-1e9 once transformed, clipped to it, as the engine does). A request time that is not a time from 1970 to 2262 ("", "-5", "1e20") stops
 the call with one line naming the input (the engine refuses such a row alike). As the id signatures do
 (zoo/serving/shapes.py), it refuses a request of another rank, mismatched batch sizes, candidate columns
 of different M or history columns of different H with one line naming the key; M = 0 gives pctr [B, 0].
@@ -44,6 +44,7 @@ from zoo.datasets.spec import DataSpec, feature_name
 from zoo.datasets.spec_reading import MAX_TIME
 from zoo.datasets.statistics import smoothed_rate
 from zoo.errors import ZooError
+from zoo.schema import NUMERIC_LIMIT
 
 ISO_ZONE = r"(Z|[+-]\d\d:?\d\d)$"
 
@@ -143,7 +144,8 @@ def _days_from_civil(year, month, day):
 
 def _iso_seconds(text):
     """(int64 unix seconds, valid bool) of ISO 8601 texts: YYYY-MM-DD[(T| )HH:MM[:SS[.f]]][Z|+-HH[:]MM];
-    without a zone the time is UTC (as the engine reads it)."""
+    without a zone the time is UTC (as the engine reads it); a date or clock that does not exist (month 13,
+    February 30, 25:00) is not valid."""
     import tensorflow as tf
 
     text = tf.strings.strip(text)
@@ -170,7 +172,12 @@ def _iso_seconds(text):
     offset = sign * (tf.strings.to_number(tf.strings.substr(zone, 1, 2), tf.int64) * 3600
                      + tf.strings.to_number(tf.strings.substr(zone, 3, 2), tf.int64) * 60)
     seconds = _days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offset
-    return seconds, valid
+    # a real calendar date and clock, as the engine's reader requires ("2024-13-45" is no time)
+    leap = ((year % 4 == 0) & (year % 100 != 0)) | (year % 400 == 0)
+    days = tf.gather(tf.constant([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], tf.int64),
+                     tf.clip_by_value(month - 1, 0, 11)) + tf.cast(leap & (month == 2), tf.int64)
+    real = (month >= 1) & (month <= 12) & (day >= 1) & (day <= days) & (hour < 24) & (minute < 60) & (second < 60)
+    return seconds, valid & real
 
 
 def parse_times(text, fmt):
@@ -256,7 +263,9 @@ class RawPreprocessing:
             return _bucket_ids(values, fitted["edges"])
         if "std" in fitted:
             values = (values - fitted["mean"]) / fitted["std"]
-        return tf.cast(values, tf.float32)
+        beyond = tf.abs(values) > NUMERIC_LIMIT  # clipped and counted, as the engine does
+        self.repaired.append(tf.reduce_sum(tf.reshape(tf.cast(beyond, tf.int32), (tf.shape(text)[0], -1)), axis=1))
+        return tf.cast(tf.clip_by_value(values, -NUMERIC_LIMIT, NUMERIC_LIMIT), tf.float32)
 
     def statistics(self, key, group, names, inputs, by_column):
         """{feature key: int32 bucket ids} of a key's running statistics (zoo.datasets.statistics): the user's

@@ -145,7 +145,28 @@ except tf.errors.InvalidArgumentError as error:
         self.assertTrue(np.all(np.isfinite(done["pctr"])))
         filled = dict(inputs, price=np.array(["", "", "", ""]))
         np.testing.assert_allclose(done["pctr"], self.call_raw(path, filled)["values"]["pctr"], rtol=1e-6)
-        for time in ("", "-5", "1e20", "12345678901234567890", "abc", "2600-01-01T00:00:00Z"):
+        # a number past +-1e9 once transformed is clipped and counted, as the engine does (the graph's own step,
+        # on a state whose price is neither log1p'd nor standardised)
+        import copy
+
+        import tensorflow as tf
+
+        from zoo.serving.raw import RawPreprocessing
+
+        state = copy.deepcopy(self.state)
+        state["fitted"]["price"] = {"kind": "numeric", "log1p": False, "fill": 0.0}
+        graph = RawPreprocessing(state, self.processed.schema)
+        graph.repaired = []
+        values = graph.numeric("price", tf.constant(["1e12", "-1e300", "5", "abc"]))
+        np.testing.assert_allclose(values.numpy(), [1e9, -1e9, 5, 0])
+        self.assertEqual(tf.add_n(graph.repaired).numpy().tolist(), [1, 1, 0, 1])
+        # another rank: one line, though every axis is dynamic (the rank check once folded into a constant)
+        for key, value in (("ts", inputs["ts"][:, None]), ("item_id", inputs["item_id"][:, 0]),
+                           ("history_item_id", inputs["history_item_id"][:, :, None])):
+            error = self.call_raw(path, dict(inputs, **{key: value}))["error"]
+            self.assertTrue(error.startswith(f"assertion failed: [{key} has shape "), error)
+        for time in ("", "-5", "1e20", "12345678901234567890", "abc", "2600-01-01T00:00:00Z", "2024-13-45T00:00:00Z",
+                     "2023-02-29T08:00:00Z", "2024-03-11T25:00:00Z"):
             wrong = dict(inputs, ts=np.array([inputs["ts"][0]] * 3 + [time]))
             self.assertEqual(self.call_raw(path, wrong)["error"], "assertion failed: [the request time ts holds a "
                                                                    "value that is not an ISO 8601 time from 1970 to 2262]")

@@ -61,7 +61,10 @@ def _has_shape(shape, dims):
 
     rank = len(dims)
     padded = tf.concat([shape, tf.zeros([rank], shape.dtype)], 0)[:rank]
-    same = [tf.equal(tf.size(shape), rank)] + [tf.equal(padded[a], d) for a, d in enumerate(dims) if d is not None]
+    # The rank from the shape's text: tf.size(shape) is folded into a constant when the graph is traced (the
+    # placeholder's rank is static), so a request of another rank would pass it.
+    rank_text = tf.strings.regex_full_match(_text(shape), r"\[" + ", ".join([r"\d+"] * rank) + r"\]")
+    same = [rank_text] + [tf.equal(padded[a], d) for a, d in enumerate(dims) if d is not None]
     return tf.reduce_all(tf.stack(same))
 
 
