@@ -267,8 +267,18 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
                 raise ZooError(f"--label {label}: its values are text ({', '.join(sorted(values)[:4])} ...): name the "
                                "positive ones with --positive V1,V2")
             top = float(np.nanmax(numbers))
-            spec["label"] = {"column": label, "op": ">=", "value": 4 if top == 5 else top}
-            notes[label] = f"guess: label = {label} >= {spec['label']['value']} (values {np.nanmin(numbers):g}..{top:g})"
+            present = numbers[~np.isnan(numbers)]
+            binary = np.isin(present, (0, 1))
+            if binary.mean() >= 0.99 and (present == 1).any():  # a 0/1 label with a few stray values (a 2: a
+                others = sorted(set(present[~binary].tolist()))  # double click?): positive from 1, said so
+                spec["label"] = {"column": label, "op": ">=", "value": 1}
+                notes[label] = (f"guess: a 0/1 label, label = {label} >= 1: {int((~binary).sum())} of {present.size} "
+                                f"sampled rows hold another value ({', '.join(f'{v:g}' for v in others[:4])}), "
+                                "read as positive if >= 1; check them")
+            else:
+                spec["label"] = {"column": label, "op": ">=", "value": 4 if top == 5 else top}
+                notes[label] = (f"guess: label = {label} >= {spec['label']['value']} (values "
+                                f"{np.nanmin(numbers):g}..{top:g})")
         if "op" not in spec["label"]:
             notes[label] = f"{'given' if given['label'] else 'guess'}: the 0/1 label ({notes[label]})"
     if time is not None:

@@ -51,6 +51,21 @@ class SpecDraftTest(TestCase):
         processed = self.built(spec)
         self.assertGreater(processed.rows["train"], 0)
 
+    def test_a_0_1_label_with_a_stray_value_stays_a_0_1_label(self):
+        """One `2` among 0/1 clicks (a double click?) was drafted as `liked >= 2`: one positive in the log."""
+        lines = open(self.log).read().splitlines()
+        row = lines[100].split(",")
+        row[4] = "2"
+        lines[100] = ",".join(row)
+        with open(self.log, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        spec = draft(self.log, label="liked", time="ts", user="user", item="item", sequence_length=8)
+        self.assertEqual(spec["label"], {"column": "liked", "op": ">=", "value": 1})
+        self.assertIn("1 of 600 sampled rows hold another value (2), read as positive", spec["notes"]["liked"])
+        processed = self.built(spec)
+        labels = np.concatenate([processed.column(split, "labels") for split in processed.rows])
+        self.assertEqual(int(labels.sum()), sum(int(line.split(",")[4]) >= 1 for line in lines[1:]))
+
     def test_a_yes_no_label_and_an_event_kind_with_positive_values(self):
         spec = draft(self.log, label="answer", time="ts", user="user", item="item", sequence_length=8)
         self.assertEqual(spec["label"], {"column": "answer", "op": "in", "value": ["yes"]})
