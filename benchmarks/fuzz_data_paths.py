@@ -16,7 +16,8 @@ on it (1 epoch, tiny) and that preset's `raw` SavedModel, in a temporary folder.
 - cli: each output a command writes (score --out, spec draft --out, request --out, evaluate --report and
   --plots, fit --out, calibrate --out, export PATH, compare --out) pointed at an existing folder (where a
   file belongs), a file (where a folder belongs), /dev/full, a path under a file and /proc (not
-  writable), each in a fresh `python -m zoo` process. Correct: exit status 2 with one "error: ..." line
+  writable), and fit, export and score writing past a 64 KB file size limit (a write that fails midway,
+  as on a full disk), each in a fresh `python -m zoo` process. Correct: exit status 2 with one "error: ..." line
   on stderr naming the path. Signal: the process ended by one.
 - raw: the raw SavedModel called from TensorFlow with a mutated request (a number that is not one, an
   unknown id, a bad request time, a history entry with a bad time, a wrong rank, disagreeing B, M or H,
@@ -238,6 +239,9 @@ def _cli_cases(fixture):
             if target == "a folder" and name in folder_outputs or target == "a file" and name in file_outputs:
                 continue
             cases.append((f"{name} -> {target}", argv, target))
+    for name in ("fit --out", "export PATH", "score --out"):  # a write that fails midway: the file size limit
+        cases.append((f"{name} -> past a 64 KB file size limit", {**file_outputs, **folder_outputs}[name],
+                      "size limit"))
     return cases
 
 
@@ -254,7 +258,16 @@ def _target(fixture, kind):
     if kind == "under a file":
         (scratch / "file").write_text("x")
         return str(scratch / "file" / "out")
+    if kind == "size limit":
+        return str(scratch / "out")
     return "/proc/zoo-fuzz/out"
+
+
+def _file_size_limit():
+    """RLIMIT_FSIZE of 64 KB in the child: a write past it fails with EFBIG (Python ignores SIGXFSZ)."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 10, 64 << 10))
 
 
 def fuzz_cli(fixture, seed):
@@ -262,7 +275,9 @@ def fuzz_cli(fixture, seed):
     env = dict(os.environ, ZOO_DATA_CACHE=str(fixture.folder / "cli-cache"))
     for what, argv, kind in _cli_cases(fixture):
         command = [sys.executable, "-m", "zoo", *argv(_target(fixture, kind))]
-        done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=str(fixture.folder), timeout=900)
+        limit = _file_size_limit if kind == "size limit" else None
+        done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=str(fixture.folder), timeout=900,
+                              preexec_fn=limit)
         err = [line for line in done.stderr.strip().splitlines() if line.strip()]
         if done.returncode < 0:
             outcome, detail = "signal", f"signal {-done.returncode}: {err[-1:] if err else ''}"

@@ -37,6 +37,21 @@ def learning_rate_schedule(recipe, total_steps):
     )
 
 
+class _BackupAndRestore(keras.callbacks.BackupAndRestore):
+    """Keras' BackupAndRestore writing its weights as zoo.presets.write_weights does (through memory, renamed
+    into place): a failed write is one OSError, never an HDF5 file left broken (a crash at exit)."""
+
+    def _save_model(self):
+        from zoo.presets import write_weights
+
+        model = self.model
+        object.__setattr__(model, "save_weights", lambda filepath, overwrite=True: write_weights(model, filepath))
+        try:
+            super()._save_model()
+        finally:
+            object.__delattr__(model, "save_weights")
+
+
 def make_optimizer(recipe, total_steps=None):
     rate = learning_rate_schedule(recipe, total_steps)
     common = dict(learning_rate=rate, beta_1=recipe.beta_1, beta_2=recipe.beta_2, clipnorm=recipe.clipnorm)
@@ -265,7 +280,7 @@ def fit(
     run_log = None
     if backup_dir is not None:
         run_log = RunLog(backup_dir, stateful)
-        extra += [run_log, keras.callbacks.BackupAndRestore(str(backup_dir))]
+        extra += [run_log, _BackupAndRestore(str(backup_dir))]
     history = trainer.fit(
         train, validation_data=val, epochs=recipe.epochs, steps_per_epoch=steps_per_epoch, callbacks=extra,
         verbose=verbose, shuffle=False,  # the pipeline shuffles (Keras would only warn that it cannot)

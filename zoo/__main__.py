@@ -725,6 +725,7 @@ def main(argv=None):
 def _os_error(error):
     """'PATH: what went wrong' of an OSError, in one line."""
     what = error.strerror or (str(error).splitlines() or [type(error).__name__])[0]
+    what = " ".join(str(what).split())  # one line (HDF5's write errors span several)
     return f"{error.filename}: {what}" if error.filename else what
 
 

@@ -87,7 +87,7 @@ def save(model, directory, *, metadata=None, weights=True, preprocessing=None):
         "weights_sha256": None,
     }
     if weights:
-        model.save_weights(str(directory / WEIGHTS))
+        write_weights(model, directory / WEIGHTS)
         info["weights_sha256"] = _sha256(directory / WEIGHTS)
     elif (directory / WEIGHTS).exists():
         (directory / WEIGHTS).unlink()
@@ -220,6 +220,26 @@ def _weights_in_memory(model):
     store.close()
     buffer.seek(0)
     return buffer
+
+
+def write_weights(model, path):
+    """Writes the .weights.h5 file `model.save_weights` would, through an in-memory buffer and a temporary
+    file renamed into place: a write that fails (a full disk, a file size limit, no permission) is one
+    OSError naming the path and leaves no partial file. (HDF5 writing to the file itself left it open in a
+    broken state when a write failed, and the process crashed with a segmentation fault at exit.)"""
+    path = Path(path)
+    buffer = _weights_in_memory(model)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(temporary, "wb") as stream:
+            stream.write(buffer.getbuffer())
+        os.replace(temporary, path)
+    except OSError as error:
+        if temporary.exists():
+            temporary.unlink()
+        if error.filename in (None, str(temporary)):  # (a failed write names no file)
+            error.filename = str(path)
+        raise
 
 
 def check_weights_fit(model, path):

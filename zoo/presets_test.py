@@ -159,6 +159,35 @@ class PresetsTest(TestCase):
             model = zoo.load(zoo.presets.resolve("din"))
         self.assertEqual(model.count_params(), zoo.presets.read_metadata(zoo.presets.resolve("din"))["parameters"])
 
+    def test_a_weights_write_that_fails_is_one_line_and_leaves_no_file(self):
+        """A write past the disk (here: a 64 KB file size limit, EFBIG) while saving a preset or fit's backup
+        is one line naming the file, in a process that ends normally (HDF5 writing the file itself had left
+        it open and broken: a segmentation fault at exit)."""
+        import os
+        import resource
+        import subprocess
+        import sys
+
+        def limited():
+            resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 10, 64 << 10))
+
+        folder = Path(self.get_temp_dir())
+        code = ("import zoo\nfrom zoo.presets import write_weights\nfrom tests.testing import small_simulator\n"
+                "model = zoo.get('din', schema=small_simulator().schema, mlp_units=(512, 256))\n"
+                f"write_weights(model, {str(folder / 'w.weights.h5')!r})\n")
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, preexec_fn=limited,
+                              env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1])))
+        self.assertEqual(done.returncode, 1, done.stderr[-2000:])  # an OSError, not a signal
+        self.assertTrue(done.stderr.strip().splitlines()[-1].startswith(
+            f"OSError: [Errno 27] File too large: '{folder / 'w.weights.h5'}'"), done.stderr[-500:])
+        self.assertEqual(sorted(os.listdir(folder)), [])  # no partial file
+        run = folder / "run"
+        done = subprocess.run([sys.executable, "-m", "zoo", "fit", "din", "--rows", "512", "--epochs", "2",
+                               "--out", str(run)], capture_output=True, text=True, preexec_fn=limited)
+        self.assertEqual(done.returncode, 2, done.stderr[-2000:])
+        self.assertEqual(done.stderr.strip().splitlines(),
+                         [f"error: {run / 'backup' / 'latest.weights.h5'}: File too large"])
+
     def test_missing_directory_and_unregistered_models(self):
         with self.assertRaisesRegex(ZooError, "no such preset directory"):
             zoo.load(self.dir / "nowhere")
