@@ -66,6 +66,20 @@ class SpecDraftTest(TestCase):
         labels = np.concatenate([processed.column(split, "labels") for split in processed.rows])
         self.assertEqual(int(labels.sum()), sum(int(line.split(",")[4]) >= 1 for line in lines[1:]))
 
+    def test_a_compressed_log_is_drafted_and_built(self):
+        """A .gz log (a suffix the reader lists) is drafted and built like the plain file (its header had been
+        read as plain text: a csv.Error traceback)."""
+        import gzip
+
+        packed = os.path.join(self.folder, "log.csv.gz")
+        with open(self.log, "rb") as source, open(packed, "wb") as target:
+            target.write(gzip.compress(source.read()))
+        spec = draft(packed, label="liked", time="ts", user="user", item="item", sequence_length=8)
+        self.assertEqual(spec, draft(self.log, label="liked", time="ts", user="user", item="item", sequence_length=8))
+        plain = self.built(spec)
+        compressed = prepare(spec, packed, cache_dir=os.path.join(self.folder, "cache_gz"), verbose=False)
+        self.assertEqual(compressed.rows, plain.rows)
+
     def test_a_yes_no_label_and_an_event_kind_with_positive_values(self):
         spec = draft(self.log, label="answer", time="ts", user="user", item="item", sequence_length=8)
         self.assertEqual(spec["label"], {"column": "answer", "op": "in", "value": ["yes"]})

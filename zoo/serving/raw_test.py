@@ -183,6 +183,13 @@ except tf.errors.InvalidArgumentError as error:
                          "assertion failed: [category has shape [3, 2] but item_id has [3, 1]: the cand inputs share M]")
         short = dict(inputs, user_id=inputs["user_id"][:2])
         self.assertIn("has 3 rows but user_id has 2: every input needs the same B", self.call_raw(path, short)["error"])
+        # more scores than the request budget (zoo/budget.py): refused before the model (once ~18 KB a candidate)
+        many = {k: (np.repeat(v[:1], 65_537, axis=1) if k in ("item_id", "category", "title") else v[:1])
+                for k, v in inputs.items()}
+        self.assertEqual(self.call_raw(path, many)["error"],
+                         "assertion failed: [item_id asks for 65537 scores (rows x candidates), past the budget of "
+                         "65,536 per request (request_scores in zoo/budget.py): send fewer rows or candidates per "
+                         "request]")
 
     def test_rest(self):
         self.check("rest", candidates=(1, 2))
