@@ -16,7 +16,7 @@ on it (1 epoch, tiny) and that preset's `raw` SavedModel, in a temporary folder.
 - cli: each output a command writes (score --out, spec draft --out, request --out, evaluate --report and
   --plots, fit --out, calibrate --out, export PATH, compare --out) pointed at an existing folder (where a
   file belongs), a file (where a folder belongs), /dev/full, a path under a file and /proc (not
-  writable), and fit, export and score writing past a 64 KB file size limit (a write that fails midway,
+  writable), and fit, export (64 KB) and score (512 bytes) writing past a file size limit (a write that fails midway,
   as on a full disk), each in a fresh `python -m zoo` process. Correct: exit status 2 with one "error: ..." line
   on stderr naming the path. Signal: the process ended by one.
 - raw: the raw SavedModel called from TensorFlow with a mutated request (a number that is not one, an
@@ -239,9 +239,9 @@ def _cli_cases(fixture):
             if target == "a folder" and name in folder_outputs or target == "a file" and name in file_outputs:
                 continue
             cases.append((f"{name} -> {target}", argv, target))
-    for name in ("fit --out", "export PATH", "score --out"):  # a write that fails midway: the file size limit
-        cases.append((f"{name} -> past a 64 KB file size limit", {**file_outputs, **folder_outputs}[name],
-                      "size limit"))
+    for name, limit in (("fit --out", 64 << 10), ("export PATH", 64 << 10), ("score --out", 512)):
+        cases.append((f"{name} -> past a {limit:,}-byte file size limit", {**file_outputs, **folder_outputs}[name],
+                      f"size limit {limit}"))  # a write that fails midway, as on a full disk
     return cases
 
 
@@ -258,16 +258,17 @@ def _target(fixture, kind):
     if kind == "under a file":
         (scratch / "file").write_text("x")
         return str(scratch / "file" / "out")
-    if kind == "size limit":
+    if kind.startswith("size limit"):
         return str(scratch / "out")
     return "/proc/zoo-fuzz/out"
 
 
-def _file_size_limit():
-    """RLIMIT_FSIZE of 64 KB in the child: a write past it fails with EFBIG (Python ignores SIGXFSZ)."""
+def _file_size_limit(size):
+    """A function setting RLIMIT_FSIZE to `size` bytes in the child: a write past it fails with EFBIG (Python
+    ignores SIGXFSZ)."""
     import resource
 
-    resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 10, 64 << 10))
+    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
 
 
 def fuzz_cli(fixture, seed):
@@ -275,7 +276,7 @@ def fuzz_cli(fixture, seed):
     env = dict(os.environ, ZOO_DATA_CACHE=str(fixture.folder / "cli-cache"))
     for what, argv, kind in _cli_cases(fixture):
         command = [sys.executable, "-m", "zoo", *argv(_target(fixture, kind))]
-        limit = _file_size_limit if kind == "size limit" else None
+        limit = _file_size_limit(int(kind.split()[-1])) if kind.startswith("size limit") else None
         done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=str(fixture.folder), timeout=900,
                               preexec_fn=limit)
         err = [line for line in done.stderr.strip().splitlines() if line.strip()]

@@ -3,7 +3,6 @@ steps per epoch, so no epoch ends on an exhausted iterator (which stalled Keras'
 seconds at the end of every epoch); and one run of benchmarks/backend_parity.py's smoke mode."""
 
 import contextlib
-import importlib.util
 import io
 import warnings
 
@@ -12,7 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 import zoo
-from tests.testing import ROOT, TestCase, small_simulator
+from tests.testing import TestCase, benchmark_module, small_simulator
 
 
 def generator_dataset(simulator, rows, batch_size):
@@ -97,11 +96,7 @@ class FeedingTest(TestCase):
 
 
 def load_backend_parity():
-    """benchmarks/backend_parity.py as a module (benchmarks/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("backend_parity", ROOT / "benchmarks" / "backend_parity.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module("backend_parity")
 
 
 class BackendParitySmokeTest(TestCase):

@@ -10,15 +10,21 @@ from zoo.recipes.train import folder_lock
 TINY = {"attention_units": [8], "mlp_units": [8]}
 
 
+def log_and_spec(folder):
+    """(a 400-row impression log, its spec's path) written in `folder`."""
+    log = write_impression_log(os.path.join(folder, "log.csv"), rows=400)
+    spec = os.path.join(folder, "spec.json")
+    with open(spec, "w") as f:
+        json.dump(impression_spec(sequence_length=4), f)
+    return log, spec
+
+
 class TrainTest(TestCase):
     """`zoo.recipes.train` is `python -m zoo fit`: the same run, preset and numbers from one call."""
 
     def test_the_python_call_and_the_command_line_give_the_same_run(self):
         folder = self.get_temp_dir()
-        log = write_impression_log(os.path.join(folder, "log.csv"), rows=400)
-        spec = os.path.join(folder, "spec.json")
-        with open(spec, "w") as f:
-            json.dump(impression_spec(sequence_length=4), f)
+        log, spec = log_and_spec(folder)
         lines = []
         source = zoo.recipes.DataSource(log, spec=spec, seed=3)
         result = zoo.recipes.train("din", source, os.path.join(folder, "python"), epochs=2, batch_size=64,
@@ -58,10 +64,7 @@ class TrainTest(TestCase):
 
     def test_a_limited_source_reads_its_first_rows(self):
         folder = self.get_temp_dir()
-        log = write_impression_log(os.path.join(folder, "log.csv"), rows=400)
-        spec = os.path.join(folder, "spec.json")
-        with open(spec, "w") as f:
-            json.dump(impression_spec(sequence_length=4), f)
+        log, spec = log_and_spec(folder)
         source = zoo.recipes.DataSource(log, spec=spec, rows=100, limit=True)
         train, _ = source.load("train", batch_size=32)
         self.assertEqual(sum(int(batch[1].shape[0]) for batch in train), 100)

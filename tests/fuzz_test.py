@@ -3,18 +3,13 @@ a correct score or a one-line ZooError (no traceback, NaN score, wrong score, ac
 refused valid one or input changed in place). Valid variants keep the request's shapes here (one
 compiled function per entry point); the benchmark also varies B, M and the scoring options."""
 
-import importlib.util
-
-from tests.testing import ROOT, TestCase
+from tests.testing import TestCase, benchmark_module
 
 CASES = 50
 
 
 def fuzz_module():
-    spec = importlib.util.spec_from_file_location("fuzz_entry_points", ROOT / "benchmarks" / "fuzz_entry_points.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module("fuzz_entry_points")
 
 
 class FuzzTest(TestCase):
@@ -96,10 +91,7 @@ class FuzzTest(TestCase):
 
 
 def data_paths_module():
-    spec = importlib.util.spec_from_file_location("fuzz_data_paths", ROOT / "benchmarks" / "fuzz_data_paths.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module("fuzz_data_paths")
 
 
 class DataPathsFuzzTest(TestCase):

@@ -244,6 +244,16 @@ class TestCase(unittest.TestCase):
         self.assertAllClose(changed[:, 0], before[:, 0], atol=1e-5, msg=f"{name}: another candidate changed a score")
 
 
+def benchmark_module(name):
+    """benchmarks/<name>.py as a module (benchmarks/ is not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def run_cli(*argv):
     """(exit status, stdout, stderr) of one `python -m zoo ...` command, run in this process."""
     import contextlib
