@@ -16,9 +16,10 @@ on it (1 epoch, tiny) and that preset's `raw` SavedModel, in a temporary folder.
 - cli: each output a command writes (score --out, spec draft --out, request --out, evaluate --report and
   --plots, fit --out, calibrate --out, export PATH, compare --out) pointed at an existing folder (where a
   file belongs), a file (where a folder belongs), /dev/full, a path under a file and /proc (not
-  writable), and fit, export (64 KB) and score (512 bytes) writing past a file size limit (a write that fails midway,
-  as on a full disk), each in a fresh `python -m zoo` process. Correct: exit status 2 with one "error: ..." line
-  on stderr naming the path. Signal: the process ended by one.
+  writable), and fit, export (64 KB) and score (16 KB of a 28 KB CSV, once its inputs are cached) writing
+  past a file size limit (a write that fails midway, as on a full disk), each in a fresh `python -m zoo`
+  process. Correct: exit status 2 with one "error: ..." line on stderr naming the path. Signal: the
+  process ended by one.
 - raw: the raw SavedModel called from TensorFlow with a mutated request (a number that is not one, an
   unknown id, a bad request time, a history entry with a bad time, a wrong rank, disagreeing B, M or H,
   more scores than the budget). Correct: finite pctr in [0, 1] with what was repaired or unknown
@@ -65,6 +66,16 @@ class Fixture:
         self.spec_path.write_text(json.dumps(self.spec))
         self._preset = None
         self._export = None
+
+    @property
+    def large_later(self):
+        """2,000 later rows (a score CSV of about 28 KB)."""
+        from tests.impression_logs import write_impression_log
+
+        path = self.folder / "large_later.csv"
+        if not path.exists():
+            write_impression_log(str(path), rows=2000, seed=3, start="2024-03-20T00:00:00Z", days=2)
+        return str(path)
 
     @property
     def preset(self):
@@ -220,6 +231,7 @@ def _cli_cases(fixture):
     tiny = ["--set", "attention_units=(4,)", "--set", "mlp_units=(8,)", "--epochs", "1"]
     file_outputs = {
         "score --out": lambda t: ["score", preset, later, "--out", t],
+        "score --out (2,000 rows)": lambda t: ["score", preset, fixture.large_later, "--out", t],
         "spec draft --out": lambda t: ["spec", "draft", log, "--label", "clicked", "--time", "ts", "--user",
                                        "user_id", "--item", "item_id", "--out", t],
         "request --out": lambda t: ["request", preset, later, "--rows", "4", "--out", t],
@@ -235,11 +247,13 @@ def _cli_cases(fixture):
     }
     cases = []
     for name, argv in {**file_outputs, **folder_outputs}.items():
+        if name.endswith("(2,000 rows)"):
+            continue
         for target in TARGETS:
             if target == "a folder" and name in folder_outputs or target == "a file" and name in file_outputs:
                 continue
             cases.append((f"{name} -> {target}", argv, target))
-    for name, limit in (("fit --out", 64 << 10), ("export PATH", 64 << 10), ("score --out", 512)):
+    for name, limit in (("fit --out", 64 << 10), ("export PATH", 64 << 10), ("score --out (2,000 rows)", 16 << 10)):
         cases.append((f"{name} -> past a {limit:,}-byte file size limit", {**file_outputs, **folder_outputs}[name],
                       f"size limit {limit}"))  # a write that fails midway, as on a full disk
     return cases
@@ -277,6 +291,9 @@ def fuzz_cli(fixture, seed):
     for what, argv, kind in _cli_cases(fixture):
         command = [sys.executable, "-m", "zoo", *argv(_target(fixture, kind))]
         limit = _file_size_limit(int(kind.split()[-1])) if kind.startswith("size limit") else None
+        if limit is not None:  # its inputs read and cached first: only its own output meets the limit
+            subprocess.run([sys.executable, "-m", "zoo", *argv(str(fixture.folder / "warm-up"))], capture_output=True,
+                           env=env, cwd=str(fixture.folder), timeout=900)
         done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=str(fixture.folder), timeout=900,
                               preexec_fn=limit)
         err = [line for line in done.stderr.strip().splitlines() if line.strip()]

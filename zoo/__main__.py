@@ -7,6 +7,7 @@ act on are filtered (`--verbose` shows everything); progress bars know their tot
 """
 
 import argparse
+import contextlib
 import os
 import re
 import sys
@@ -282,6 +283,18 @@ def _evaluate(args):
     print(json.dumps(shown, indent=2))
 
 
+@contextlib.contextmanager
+def _output(path, **options):
+    """A command's output file, opened for writing: a write that fails (a full disk, a size limit) names it."""
+    try:
+        with open(path, "w", **options) as stream:
+            yield stream
+    except OSError as error:
+        if error.filename is None:
+            error.filename = path
+        raise
+
+
 def _score(args):
     """Score every row of a raw file through a preset's data contract (zoo.recipes.score_file); write line,
     score (and label) as CSV."""
@@ -291,7 +304,7 @@ def _score(args):
 
     scored = zoo.recipes.score_file(args.preset, args.file, history_from=args.history_from,
                                     batch_size=args.batch_size, verbose=_progress())
-    with open(args.out, "w", newline="") as f:
+    with _output(args.out, newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["line", "score"] + (["label"] if scored.labels is not None else []))
         for i in range(len(scored.scores)):
@@ -320,7 +333,7 @@ def _request(args):
     if args.out is None:
         print(text)
         return
-    with open(args.out, "w") as f:
+    with _output(args.out) as f:
         f.write(text + "\n")
     print(f"wrote {args.out}: the raw signature's inputs for lines {lines[0]}..{lines[-1]} of {args.file}; send it "
           f"with: curl -d @{args.out} http://localhost:8501/v1/models/<name>:predict")
@@ -339,7 +352,7 @@ def _spec(args):
     if args.out is None:
         print(text)
         return
-    with open(args.out, "w") as f:
+    with _output(args.out) as f:
         f.write(text + "\n")
     guesses = sum(note.startswith("guess") or "; guess" in note for note in spec["notes"].values())
     print(f"wrote {args.out}: {len(spec['columns'])} column(s); {guesses} guess(es) noted in its 'notes' to check")
