@@ -36,8 +36,7 @@ def _source_of(path, columns=None):
         return files, {"format": "parquet"}
     if first.endswith((".jsonl", ".json", ".ndjson")):
         return files, {"format": "jsonl"}
-    with open(first, "rb") as stream:
-        head = stream.readline().decode("utf-8-sig", "replace")
+    head = spec_reading.first_line(first)
     delimiter = max((",", "\t", ";", "|"), key=head.count)
     if columns is not None:
         fields = head.rstrip("\r\n").split(delimiter)
@@ -108,6 +107,11 @@ def _numbers(values):
     return out
 
 
+def _zoned(value):
+    """Whether an ISO 8601 text carries its zone (Z or +-HH:MM)."""
+    return value.endswith("Z") or (len(value) > 6 and value[-6] in "+-" and value[-3] == ":")
+
+
 def _time_format(name, values):
     present = [v for v in values if v.strip()]
     if not present:
@@ -125,8 +129,7 @@ def _time_format(name, values):
 
     try:
         for value in present[:200]:
-            zoned = value.endswith("Z") or (len(value) > 6 and value[-6] in "+-" and value[-3] == ":")
-            pc.cast(pa.array([value]), pa.timestamp("ns", tz="UTC") if zoned else pa.timestamp("ns"))
+            pc.cast(pa.array([value]), pa.timestamp("ns", tz="UTC") if _zoned(value) else pa.timestamp("ns"))
     except pa.ArrowInvalid:
         return None
     return "iso8601"
@@ -288,6 +291,13 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
                            f"({text[time][0]!r} ...): write time.format (a strptime format) into the spec")
         spec["time"] = {"column": time, "format": fmt}
         notes[time] = f"{'given' if given['time'] else 'guess'}: the time, read as {fmt}"
+        present = [v.strip() for v in text[time] if v.strip()]
+        if fmt == "iso8601" and not any(_zoned(v) for v in present):
+            notes[time] += ("; the zone cannot be told (no Z or +HH:MM): read as UTC, so the hour and weekday "
+                            "derived from it are UTC's; if these are local times, set time.utc_offset_hours")
+        elif fmt != "iso8601" or not all(_zoned(v) for v in present):
+            notes[time] += ("; the users' zone cannot be told: the hour and weekday derived from it are UTC's "
+                            "unless time.utc_offset_hours says where they are")
     for key in ("user", "item"):
         if locals()[key] is not None:
             spec[key] = locals()[key]

@@ -66,6 +66,25 @@ class SpecDraftTest(TestCase):
         labels = np.concatenate([processed.column(split, "labels") for split in processed.rows])
         self.assertEqual(int(labels.sum()), sum(int(line.split(",")[4]) >= 1 for line in lines[1:]))
 
+    def test_a_note_says_when_the_zone_cannot_be_told(self):
+        unix = draft(self.log, label="liked", time="ts", user="user", item="item", sequence_length=8)
+        self.assertIn("the users' zone cannot be told", unix["notes"]["ts"])
+        lines = open(self.log).read().splitlines()
+        local = os.path.join(self.folder, "local.csv")
+        with open(local, "w") as f:  # the same rows with ISO times without a zone
+            f.write(lines[0] + "\n")
+            for line in lines[1:]:
+                *rest, ts = line.split(",")
+                f.write(",".join(rest + [np.datetime64(int(ts), "s").astype(str).replace("T", " ")]) + "\n")
+        naive = draft(local, label="liked", time="ts", user="user", item="item", sequence_length=8)
+        self.assertEqual(naive["time"]["format"], "iso8601")
+        self.assertIn("the zone cannot be told (no Z or +HH:MM): read as UTC", naive["notes"]["ts"])
+        from tests.impression_logs import write_impression_log
+
+        zoned = draft(write_impression_log(os.path.join(self.folder, "zoned.csv"), rows=200), label="clicked",
+                      time="ts", user="user_id", item="item_id")
+        self.assertNotIn("cannot be told", zoned["notes"]["ts"])  # every time ends in Z
+
     def test_a_compressed_log_is_drafted_and_built(self):
         """A .gz log (a suffix the reader lists) is drafted and built like the plain file (its header had been
         read as plain text: a csv.Error traceback)."""

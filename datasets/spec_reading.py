@@ -61,16 +61,22 @@ class Chunk:
         raise ZooError(f"{self.file}, line {self.line(index)}: column '{column}' {message}")
 
 
+def first_line(path):
+    """The first line of a text file as text (a .gz or .bz2 file's decompressed, as pyarrow's reader sees
+    it); a file that cannot be read is one ZooError line."""
+    opener = {".gz": gzip.open, ".bz2": bz2.open}.get(os.path.splitext(str(path))[1].lower(), open)
+    try:
+        with opener(path, "rb") as stream:
+            return stream.readline().decode("utf-8-sig", "replace")
+    except (OSError, EOFError) as error:
+        raise ZooError(f"{path}: cannot read its first line ({error})") from None
+
+
 def _csv_header(path, source):
     """The column names of a CSV file (its header line, or the spec's column_names)."""
     if not source["header"]:
         return list(source["column_names"])
-    opener = {".gz": gzip.open, ".bz2": bz2.open}.get(os.path.splitext(str(path))[1].lower(), open)
-    try:
-        with opener(path, "rb") as stream:  # (a compressed log's first line, as pyarrow's reader will see it)
-            first = stream.readline().decode("utf-8-sig", "replace")
-    except (OSError, EOFError) as error:
-        raise ZooError(f"{path}: cannot read its header line ({error})") from None
+    first = first_line(path)
     if not first.strip():
         raise ZooError(f"{path}: the file is empty (a header line was expected)")
     reader = csv.reader(io.StringIO(first), delimiter=source["delimiter"], quotechar=source["quote"] or '"',
