@@ -107,3 +107,25 @@ class DataPathsFuzzTest(TestCase):
         fuzz = data_paths_module()
         failures = fuzz.run(["spec", "raw"], cases=40, seed=3, folder=self.get_temp_dir())
         self.assertEqual(failures, [])
+
+    def test_every_output_path_the_command_line_writes(self):
+        """The fuzz's 36 output faults (each output of each command pointed at a folder, a file, /dev/full,
+        a path under a file or /proc), run in this process: exit status 2 and one line naming the path. (The
+        benchmark also runs them, and writes failing midway, each in a fresh process.)"""
+        import keras
+
+        from tests.testing import run_cli
+
+        if keras.backend.backend() != "tensorflow":
+            self.skipTest("the command line's file handling is the same under every backend")
+        fuzz = data_paths_module()
+        fixture = fuzz.Fixture(self.get_temp_dir())
+        cases = [case for case in fuzz._cli_cases(fixture) if not case[2].startswith("size limit")]
+        self.assertEqual(len(cases), 36)
+        for what, argv, kind in cases:
+            with self.subTest(case=what):
+                status, _, err = run_cli(*argv(fuzz._target(fixture, kind)))
+                self.assertEqual(status, 2, err[-500:])
+                lines = err.strip().splitlines()
+                self.assertEqual(len(lines), 1, err[-500:])
+                self.assertTrue(lines[0].startswith("error: "), lines)
