@@ -46,8 +46,12 @@ class _Loader(importlib.abc.Loader):
     def exec_module(self, module):
         uninstall()  # (here, not in find_spec: a library may only ask whether TensorFlow is installed)
         module.__loader__ = module.__spec__.loader = self.loader  # the module keeps TensorFlow's own loader
-        sys.stderr.flush()
-        saved = os.dup(2)
+        try:
+            sys.stderr.flush()
+            saved = os.dup(2)
+        except (OSError, ValueError):  # no descriptor 2 (or a closed sys.stderr): nothing to keep clean
+            self.loader.exec_module(module)
+            return
         with tempfile.TemporaryFile() as captured:
             os.dup2(captured.fileno(), 2)
             try:
