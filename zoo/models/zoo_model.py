@@ -63,8 +63,9 @@ class ZooModel(keras.Model):
                  if name != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
 
         @functools.wraps(init)
-        def __init__(self, *args, **kwargs):
-            bound = signature.bind(self, *args, **kwargs)
+        def __init__(*args, **kwargs):  # (self is args[0]: no positional parameter, so the copied defaults below
+            self = args[0]              # are only read by introspection, never filled in)
+            bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
             values = {name: bound.arguments[name] for name in names}
             if "schema" in values:
@@ -75,6 +76,7 @@ class ZooModel(keras.Model):
             for name, value in values.items():
                 setattr(self, name, value)
 
+        __init__.__defaults__, __init__.__kwdefaults__ = init.__defaults__, init.__kwdefaults__  # as the class's own
         __init__.declares_hyperparameters = True
         cls.__init__ = __init__
 

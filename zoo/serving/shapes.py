@@ -103,11 +103,11 @@ def _checks(specs, features, shared=None):
             checks.append(agree)
     by_m = next((group for what, group in shared.items() if what.endswith("share M") and group), [])
     candidates = by_m[0] if by_m else next((k for k in keys if k.startswith("cand_")), keys[0] if keys else None)
-    checks += _budget_checks(keys, features, candidates)
+    checks += _budget_checks(specs, features, candidates)
     return checks
 
 
-def _budget_checks(keys, features, candidates):
+def _budget_checks(specs, features, candidates):
     """The request's size against the resource budget (zoo/budget.py), once its shapes are right: every
     input's values (B x L, B x H, ...) within BUDGET["request_values"], and the scores asked for (B x M of
     the first cand_* input, else B) within BUDGET["request_scores"]: "<key> holds 2,000,000 values, past the
@@ -117,7 +117,7 @@ def _budget_checks(keys, features, candidates):
     from zoo.budget import BUDGET
 
     checks = []
-    for key in keys:
+    for key in specs:
         def values(key=key, limit=BUDGET["request_values"]):
             size = tf.size(features[key], out_type=tf.int64)
             message = [key, " holds ", tf.strings.as_string(size), f" values, past the budget of {limit:,} per input "
@@ -128,7 +128,7 @@ def _budget_checks(keys, features, candidates):
     if candidates is not None:
         def scores(key=candidates, limit=BUDGET["request_scores"]):
             shape = tf.shape(features[key], out_type=tf.int64)
-            asked = shape[0] * (shape[1] if features[key].shape.rank and features[key].shape.rank > 1 else 1)
+            asked = shape[0] * (shape[1] if specs[key].shape.rank > 1 else 1)  # (its rank checked already)
             message = [key, " asks for ", tf.strings.as_string(asked), f" scores (rows x candidates), past the budget "
                        f"of {limit:,} per request (request_scores in zoo/budget.py): send fewer rows or "
                        "candidates per request"]
