@@ -185,8 +185,9 @@ class PresetsTest(TestCase):
         done = subprocess.run([sys.executable, "-m", "zoo", "fit", "din", "--rows", "512", "--epochs", "2",
                                "--out", str(run)], capture_output=True, text=True, preexec_fn=limited)
         self.assertEqual(done.returncode, 2, done.stderr[-2000:])
-        self.assertEqual(done.stderr.strip().splitlines(),
-                         [f"error: {run / 'backup' / 'latest.weights.h5'}: File too large"])
+        self.assertEqual(done.stderr.strip().splitlines()[-1],  # (JAX may warn first that its own cache
+                         f"error: {run / 'backup' / 'latest.weights.h5'}: File too large")  # write failed too)
+        self.assertNotIn("Traceback", done.stderr)
 
     def test_missing_directory_and_unregistered_models(self):
         with self.assertRaisesRegex(ZooError, "no such preset directory"):

@@ -166,11 +166,13 @@ class ZooModel(keras.Model):
         pipelines, any backend) is mapped through `Schema.batch_check`, so a batch with an id outside its
         vocabulary or a non-finite numeric stops the call with one line (`_refusing`) before any backend
         sees it (unguarded: TensorFlow raised an 80-line InvalidArgumentError, JAX scored NaN and trained on
-        it, torch an IndexError). Other sources (generators, a keras.utils.PyDataset) are passed on as
-        they are: validate their batches with `model.schema.validate` when they may be bad."""
+        it, torch an IndexError). Other sources (generators, a keras.utils.PyDataset), and a tf.data.Dataset
+        under a `keras.distribution` (which must read the batch size from the dataset's own batching, which
+        a map hides), are passed on as they are: validate their batches with `model.schema.validate` when
+        they may be bad."""
         if isinstance(x, dict):
             return self.checked(x)
-        if _is_tf_data(x):
+        if _is_tf_data(x) and keras.distribution.distribution() is None:
             check = self.schema.batch_check
 
             def checked(*batch):
@@ -181,24 +183,27 @@ class ZooModel(keras.Model):
             return x.map(checked).with_options(x.options())  # (the source's options: no autotuning thread, ...)
         return x
 
-    def _refusing(self, call):
+    def _refusing(self, call, keep_state=True):
         """Runs `call` (a fit, evaluate or predict); a batch that `Schema.batch_check` refused becomes its
-        one-line ZooError. Whatever fails, the model stays usable: under JAX, Keras detaches ("purges")
-        the variables' values while it trains or evaluates and puts them back only at the end, so they are
-        put back here (the last completed step's state, else the values before the call)."""
-        tracked = list(self.variables)
-        if getattr(self, "optimizer", None) is not None:
-            tracked += list(self.optimizer.variables)
-        before = [variable.value for variable in tracked]  # references, not copies
+        one-line ZooError. With `keep_state` (fit, evaluate), whatever fails, the model stays usable: under
+        JAX, Keras detaches ("purges") the variables' values while it trains or evaluates and puts them back
+        only at the end, so they are put back here (the last completed step's state, else the values before
+        the call). predict's own `run_predictor` does this for predict, under the model's lock."""
+        tracked, before = [], []
+        if keep_state:
+            tracked = list(self.variables)
+            if getattr(self, "optimizer", None) is not None:
+                tracked += list(self.optimizer.variables)
+            before = [getattr(variable, "_value", None) for variable in tracked]  # references, not copies
         try:
             return call()
         except Exception as error:
             sync = getattr(self, "jax_state_sync", None)
-            if sync is not None and getattr(self, "_jax_state", None):
+            if keep_state and sync is not None and getattr(self, "_jax_state", None):
                 sync()
                 self._jax_state = None
             for variable, value in zip(tracked, before):
-                if getattr(variable, "_value", True) is None:
+                if getattr(variable, "_value", True) is None and value is not None:
                     variable.assign(value)
             refusal = _batch_refusal(error)
             if refusal is None:
@@ -219,7 +224,7 @@ class ZooModel(keras.Model):
         return self._refusing(lambda: self.run_predictor(
             lambda: super(ZooModel, self).predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
                                                   callbacks=callbacks)
-        ))
+        ), keep_state=False)
 
     def predict_on_batch(self, x):
         """keras.Model.predict_on_batch, guarded like `predict`."""

@@ -254,6 +254,10 @@ class PlainShapesTest(ExportCase):
         self.assert_refused("candidates", "cand_item_id has shape [3, 2] but the signature takes [B, 1]")
 
     def test_values_past_the_budget_refused_in_one_line(self):
+        import keras
+
+        if keras.backend.backend() != "tensorflow":  # the JAX and torch exports are traced in a TensorFlow process,
+            self.skipTest("where this test's lowered budget does not reach")  # which keeps the default budget
         self.assert_refused("over_budget", f"hist_item_id holds {4 * self.length} values, past the budget of "
                                            f"{3 * self.length} per input (request_values in zoo/budget.py): "
                                            "send fewer rows per request")
