@@ -110,12 +110,14 @@ def split_arrays(processed, split, user_key=None, item_key=None):
     return arrays
 
 
-def against_baselines(model, processed, split, dataset, user_key=None, item_key=None, resamples=2_000):
+def against_baselines(model, processed, split, dataset, user_key=None, item_key=None, resamples=2_000,
+                      predicted=None):
     """`compare` of `model`'s scores on `dataset` (the split's rows in order, as make_dataset reads them
-    unshuffled) against the baselines of that split, fitted on the training split."""
+    unshuffled) against the baselines of that split, fitted on the training split. `predicted`: the
+    caller's `predict_rows(model, dataset)`, when it has scored the rows already."""
     from zoo.recipes.evaluate import predict_rows
 
-    labels, scores, _ = predict_rows(model, dataset)
+    labels, scores, _ = predicted if predicted is not None else predict_rows(model, dataset)
     rows = split_arrays(processed, split, user_key, item_key)
     if len(labels) != len(rows["labels"]) or not np.array_equal(labels.reshape(-1), rows["labels"].reshape(-1)):
         raise ValueError(f"the {split} rows scored are not the split's rows in order")

@@ -85,6 +85,18 @@ class DataSource:
         )
         return self._limited(dataset, schema, info, split, limit, batch_size, load_options.get("mode"))
 
+    def split_for(self, model, split, batch_size=None):
+        """`split` loaded (its `rows`, as `load`) and checked against `model`'s schema (one line saying what
+        differs and how to train a model for these rows): the rows a preset is evaluated or calibrated on
+        when they are not read through its own preprocessor."""
+        from zoo.recipes.data_check import check_schema
+
+        data, schema = self.load(split, batch_size=batch_size)
+        name = model.registered_name
+        where = f"--data {self.data} --path {self.path}" if not self.simulated else "(on the simulator)"
+        check_schema(model, schema, hint=f"python -m zoo fit {name} {where}, or zoo.get('{name}', schema=schema)")
+        return data
+
     def _spec_split(self, split, rows, batch_size, **load_options):
         """(dataset, schema) of a user's log fitted under the spec."""
         from zoo import datasets

@@ -116,7 +116,7 @@ def model_figures(model, dataset, plots_dir, report):
 
 
 def evaluate(model, dataset, *, report_path=None, plots_dir=None, history=None, step_history=None, base_auc=None,
-             user_key="user_user_id", verbose=0):
+             user_key="user_user_id", verbose=0, predicted=None):
     """AUC, LogLoss, GAUC (when rows carry `user_key`), RelaImpr (given the base model's AUC) and the
     calibration: ECE over 10 equal-frequency bins of pCTR, mean pCTR vs observed CTR
     (`zoo.recipes.metrics.calibration`).
@@ -126,10 +126,11 @@ def evaluate(model, dataset, *, report_path=None, plots_dir=None, history=None, 
     the score histograms per label, the training curves (given the fit's `history`, and `step_history`
     from a `StepLog` for curves within an epoch) and the figures of the model's `introspect` (DeRes
     alpha/gamma, SUAN/LightSUAN attention over a request's history, ReST's RoTE positions).
-    `verbose=1` shows a progress bar. Returns the report dict.
+    `verbose=1` shows a progress bar. `predicted`: `predict_rows(model, dataset, user_key)` already made by
+    the caller (who needs the scores too), so the rows are not scored twice. Returns the report dict.
     """
     check_dataset(model, dataset)
-    labels, scores, users = predict_rows(model, dataset, user_key, verbose)
+    labels, scores, users = predicted if predicted is not None else predict_rows(model, dataset, user_key, verbose)
     clipped = np.clip(scores, 1e-7, 1 - 1e-7)
     report = {
         "model": getattr(model, "registered_name", None) or model.name,

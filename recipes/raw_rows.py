@@ -115,18 +115,19 @@ def evaluate_file(model, path, *, held_out="test", history_from=None, report_pat
     report["baselines"] stands the model beside the trivial baselines on the same rows, their rates read
     from those earlier logs (zoo.recipes.baselines.compare)."""
     from zoo.recipes.data_check import check_schema
-    from zoo.recipes.evaluate import evaluate
+    from zoo.recipes.evaluate import evaluate, predict_rows
 
     model, preprocessor = with_preprocessor(model)
     dataset, info, what = preprocessor.labelled(path, held_out=held_out, history_from=history_from,
                                                 batch_size=batch_size)
     check_schema(model, preprocessor.schema, hint="the preset's preprocessor reads rows for another schema")
-    report = evaluate(model, dataset, report_path=None, plots_dir=plots_dir, verbose=verbose,
-                      user_key=preprocessor.user_key)
+    predicted = predict_rows(model, dataset, preprocessor.user_key, verbose)  # (the baselines read these scores)
+    report = evaluate(model, dataset, report_path=None, plots_dir=plots_dir, user_key=preprocessor.user_key,
+                      predicted=predicted)
     report["data"] = {"path": os.fspath(path), "split": info["split"], "rows": what,
                       **({"history_from": [os.fspath(p) for p in history_from]} if history_from else {})}
     if history_from and preprocessor.spec is not None and not preprocessor.spec["label"].get("events"):
-        report["baselines"] = _against_baselines(model, preprocessor, path, history_from, dataset)
+        report["baselines"] = _against_baselines(preprocessor, path, history_from, predicted)
     if report_path is not None:
         from zoo.recipes.evaluate import write_report
 
@@ -134,19 +135,19 @@ def evaluate_file(model, path, *, held_out="test", history_from=None, report_pat
     return report
 
 
-def _against_baselines(model, preprocessor, path, history_from, dataset):
-    """zoo.recipes.baselines.compare of the model's scores of the rows of `path` against the baselines on
-    the same rows, fitted on the earlier logs (`history_from`: as the preset's training log, the rates'
-    rows) and the scored rows strictly earlier; None when the rows cannot be resampled."""
+def _against_baselines(preprocessor, path, history_from, predicted):
+    """zoo.recipes.baselines.compare of the model's scores of the rows of `path` (`predicted`: predict_rows'
+    labels, scores, users) against the baselines on the same rows, fitted on the earlier logs
+    (`history_from`: as the preset's training log, the rates' rows) and the scored rows strictly earlier;
+    None when the rows cannot be resampled."""
     from zoo.datasets import spec_reading
     from zoo.datasets.spec_engine import read_keys
     from zoo.recipes.baselines import baseline_scores, compare, split_arrays
-    from zoo.recipes.evaluate import predict_rows
 
     spec = preprocessor.spec
     files = [f for earlier in history_from for f in spec_reading.source_files(earlier, spec["source"]["format"])]
     rows = split_arrays(preprocessor.processed(path, history_from=history_from), "all")
-    labels, scores, _ = predict_rows(model, dataset)
+    labels, scores, _ = predicted
     try:
         return compare(labels, scores, baseline_scores(read_keys(spec, files), rows))
     except ZooError:  # too few rows of both classes
@@ -188,7 +189,6 @@ def calibrate_preset(preset, out, path=None, method="platt", *, source=None, kee
     import zoo
     from zoo import presets
     from zoo.recipes.calibration import calibrate
-    from zoo.recipes.data_check import check_schema
     from zoo.recipes.data_source import DataSource
     from zoo.recipes.evaluate import evaluate
 
@@ -199,13 +199,6 @@ def calibrate_preset(preset, out, path=None, method="platt", *, source=None, kee
         raise ZooError(f"--out {out}: a file, not a folder")
     source = source if source is not None else DataSource()
 
-    def simulated(candidate, split):
-        data, schema = source.load(split, source.rows, batch_size=batch_size)
-        name = model.registered_name
-        where = f"--data {source.data} --path {source.path}" if not source.simulated else "(on the simulator)"
-        check_schema(candidate, schema, hint=f"python -m zoo fit {name} {where}, or zoo.get('{name}', schema=schema)")
-        return data
-
     raw = path is not None and model.preprocessor is not None
     if raw:
         calibrated, report = calibrate_file(model, path, method, keep=keep, history_from=history_from,
@@ -213,7 +206,7 @@ def calibrate_preset(preset, out, path=None, method="platt", *, source=None, kee
         split, user_key = report["split"], model.preprocessor.user_key
     else:
         split, user_key = "validation", "user_user_id"
-        calibrated, report = calibrate(model, simulated(model, split), method, user_key=user_key, verbose=verbose,
+        calibrated, report = calibrate(model, source.split_for(model, split, batch_size), method, user_key=user_key, verbose=verbose,
                                        keep=keep)
     metadata = presets.read_metadata(folder)
     computed = {"date", "zoo_version", "keras_version", "backend", "parameters"}  # save() writes these afresh
@@ -225,7 +218,8 @@ def calibrate_preset(preset, out, path=None, method="platt", *, source=None, kee
         if raw:
             test_report = evaluate_file(calibrated, path, held_out="test", history_from=history_from, verbose=verbose)
         else:
-            test_report = evaluate(calibrated, simulated(calibrated, "test"), user_key=user_key, verbose=verbose)
+            test_report = evaluate(calibrated, source.split_for(calibrated, "test", batch_size), user_key=user_key,
+                                   verbose=verbose)
         metrics = dict(metadata.get("metrics") or {})
         if metrics:
             metadata["metrics_uncalibrated"] = metrics

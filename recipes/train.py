@@ -123,9 +123,10 @@ def _banner(model_name, model, recipe, recipe_name, source):
 
 
 def _against_baselines(model_name, model, source, datasets_by_split, log):
-    """A spec run's model against the trivial baselines on its validation and test rows: a line each,
-    flagged when the model does not beat the best; {split: result} for the preset's metadata. Not for a
-    run on part of the rows (`limit`) or under several processes (each holds a share)."""
+    """A spec run's model against the trivial baselines on its validation and test rows
+    (`datasets_by_split`: {split: (dataset, its predict_rows) or None}): a line each, flagged when the
+    model does not beat the best; {split: result} for the preset's metadata. Not for a run on part of the
+    rows (`limit`) or under several processes (each holds a share)."""
     from zoo import datasets
     from zoo.datasets.spec import DataSpec
     from zoo.recipes.baselines import against_baselines, summary_line
@@ -136,10 +137,11 @@ def _against_baselines(model_name, model, source, datasets_by_split, log):
     keys = {"user_key": spec.feature_key(spec.user), "item_key": spec.feature_key(spec.item)}
     processed = datasets.prepare(source.spec, source.data, verbose=False)
     results = {}
-    for split, dataset in datasets_by_split.items():
-        if dataset is not None and processed.num_rows(split):
+    for split, scored in datasets_by_split.items():
+        if scored is not None and processed.num_rows(split):
+            dataset, predicted = scored
             try:
-                results[split] = against_baselines(model, processed, split, dataset, **keys)
+                results[split] = against_baselines(model, processed, split, dataset, predicted=predicted, **keys)
             except ZooError as error:  # e.g. a split of a few rows
                 log(f"{split}: baselines skipped ({error})")
                 continue
@@ -207,7 +209,7 @@ def train(model, source=None, out="runs/fit", *, recipe="suan", epochs=None, bat
     import keras
 
     import zoo
-    from zoo.recipes.evaluate import StepLog
+    from zoo.recipes.evaluate import StepLog, predict_rows
     from zoo.recipes.fit import data_options, model_overrides
 
     fit, evaluate = zoo.recipes.fit, zoo.recipes.evaluate  # (looked up when called: a test may wrap them)
@@ -254,18 +256,20 @@ def train(model, source=None, out="runs/fit", *, recipe="suan", epochs=None, bat
         group = source.process_group
         log(f"scoring the validation split of process 0's share of the data ({group.size} processes)"
             if group is not None else "scoring the validation split")
+        scored = {"validation": (plain_val, predict_rows(model, plain_val, verbose=progress())), "test": None}
         report = evaluate(model, plain_val, report_path=os.path.join(out, "report.json"), plots_dir=out,
-                          history=history.history, step_history=steps.history, verbose=progress())
+                          history=history.history, step_history=steps.history, predicted=scored["validation"][1])
         metrics = {"val_auc": report["auc"], "val_logloss": report["logloss"],
                    "val_ece": report["calibration"]["ece"]}
-        test = None
         if not source.simulated:
             log("scoring the test split")
             test, _ = source.load("test", held_out, batch_size=recipe.batch_size)
-            test_report = evaluate(model, test, report_path=os.path.join(out, "test_report.json"), verbose=progress())
+            scored["test"] = (test, predict_rows(model, test, verbose=progress()))  # (the baselines read them too)
+            test_report = evaluate(model, test, report_path=os.path.join(out, "test_report.json"),
+                                   predicted=scored["test"][1])
             metrics.update(test_auc=test_report["auc"], test_logloss=test_report["logloss"],
                            test_ece=test_report["calibration"]["ece"])
-        baselines = _against_baselines(model_name, model, source, {"validation": plain_val, "test": test}, log)
+        baselines = _against_baselines(model_name, model, source, scored, log)
         record, preprocessing = source.record()
         preset = os.path.join(out, "preset")
         training_record = {"epochs": recipe.epochs, "epochs_run": len(history.epoch), "batch_size": recipe.batch_size,

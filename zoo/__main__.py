@@ -130,7 +130,7 @@ def _source(args):
 
 
 def _progress():
-    from zoo.recipes.train import progress
+    from zoo.recipes.train import progress  # (zoo.recipes loads a backend: imported when a command runs)
 
     return progress()
 
@@ -214,17 +214,6 @@ def _reads_raw_rows(args, model):
     return raw
 
 
-def _simulated_labelled_data(args, model, split):
-    """(dataset, user key) of `split` of the simulator or of --data/--path, checked against the model's schema."""
-    from zoo.recipes.data_check import check_schema
-
-    data, schema = _source(args).load(split, args.rows, batch_size=args.batch_size)
-    name = model.registered_name
-    source = f"--data {args.data} --path {args.path}" if args.data != "simulator" else "(on the simulator)"
-    check_schema(model, schema, hint=f"python -m zoo fit {name} {source}, or zoo.get('{name}', schema=schema)")
-    return data, "user_user_id"
-
-
 def _calibrate(args):
     """Fit post-hoc calibration (Platt or temperature scaling) of a preset on held-out rows and save the
     calibrated preset, kept only where it lowers their LogLoss (--keep always: kept anyway). A preset with a
@@ -275,9 +264,9 @@ def _evaluate(args):
 
             print(summary_line(model.registered_name, report["baselines"]))
     else:
-        data, user_key = _simulated_labelled_data(args, model, "test")
+        data = _source(args).split_for(model, "test", args.batch_size)
         report = zoo.recipes.evaluate(model, data, report_path=args.report, plots_dir=args.plots,
-                                      verbose=_progress(), user_key=user_key)
+                                      verbose=_progress(), user_key="user_user_id")
     shown = {k: v for k, v in report.items() if k in ("model", "rows", "auc", "logloss", "gauc")}
     shown["calibration"] = {k: v for k, v in report["calibration"].items() if k != "per_bin"}
     print(json.dumps(shown, indent=2))

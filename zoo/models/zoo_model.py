@@ -220,7 +220,8 @@ class ZooModel(keras.Model):
         Schema first (`checked`: one-line ZooError, before any backend call); a tf.data.Dataset or another
         Keras data source is passed on (its keys are checked as each batch reaches the model); the call
         runs through `run_predictor` (one call at a time, the model as usable after a failure)."""
-        x = self.guarded_source(self._checked_input(x))
+        x = self._checked_input(x)  # a dict validated here; a tf.data.Dataset mapped through the batch check
+        x = self.guarded_source(x) if _is_tf_data(x) else x
         return self._refusing(lambda: self.run_predictor(
             lambda: super(ZooModel, self).predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
                                                   callbacks=callbacks)
