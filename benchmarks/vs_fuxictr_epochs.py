@@ -16,7 +16,9 @@ libraries' defaults differ (FuxiCTR 2.3.10, BaseModel and its layers), everythin
   #40, and still its other models') or N(0, 1e-4) (FuxiCTR's embedding_initializer);
 - `clip 10`: the gradients' global norm clipped at 10 (FuxiCTR's max_gradient_norm; the zoo's recipes
   do not clip);
-- `eps 1e-8`: Adam's epsilon 1e-8 (torch's) instead of Keras' 1e-7.
+- `eps 1e-8`: Adam's epsilon 1e-8 (torch's) instead of Keras' 1e-7;
+- `Dice 0.99`: Dice's own statistics decay as FuxiCTR's Dice (torch BatchNorm1d momentum 0.01, eps 1e-9, i.e.
+  Keras momentum 0.99); the BatchNorm before it keeps 0.9 (torch's default 0.1) on both sides.
 Cells recorded before #40's change drew N(0,1e-4) with one Keras RandomNormal per layer (tables of one
 shape then start equal); since, with zoo.layers.EmbeddingNormal (each table its own draw).
 Fill values (FuxiCTR maps an empty categorical and a numeric 0 to OOV) do not arise on these rows: every
@@ -45,6 +47,7 @@ VARIANTS = {  # side -> the settings it fixes (absent: the zoo's own default)
     "U(±0.05), eps 1e-8": {"init": "uniform", "eps": True},
     "N(0,1e-4), clip 10": {"init": "normal", "clip": True},
     "N(0,1e-4), clip 10, eps 1e-8": {"init": "normal", "clip": True, "eps": True},
+    "Dice 0.99": {"dice": True},
 }
 
 
@@ -68,6 +71,14 @@ def zoo_cell(spec):
                                          epsilon=1e-8 if "eps" in changes else 1e-7)
 
         fit_module.make_optimizer = make_optimizer
+    if changes.get("dice"):
+        from zoo.layers import dice_mlp
+
+        class FuxiDice(dice_mlp.Dice):  # FuxiCTR's Dice statistics, whatever DiceMLP passes
+            def __init__(self, momentum=None, epsilon=None, **kwargs):
+                super().__init__(momentum=0.99, epsilon=1e-9, **kwargs)
+
+        dice_mlp.Dice = FuxiDice
     options = dict(sequence_length=50, verbose=False)
     train, schema = zoo.datasets.load("movielens", spec["data"], split="train", batch_size=1024, **options)
     val, _ = zoo.datasets.load("movielens", spec["data"], split="validation", batch_size=4096, **options)
@@ -77,6 +88,8 @@ def zoo_cell(spec):
     history = zoo.recipes.fit(model, train, val, recipe="suan", epochs=spec["epochs"], batch_size=1024,
                               learning_rate=1e-3, seeds=(spec["seed"],), verbose=0)
     optimizer = history.trainer.optimizer  # the variant reached the run
+    if changes.get("dice"):
+        assert {layer.momentum for layer in model._flatten_layers() if type(layer).__name__ == "FuxiDice"} == {0.99}
     if "clip" in changes:
         assert optimizer.global_clipnorm == 10.0, optimizer.global_clipnorm
     if "eps" in changes:

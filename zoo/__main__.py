@@ -317,7 +317,7 @@ def _request(args):
     if preprocessor is None:
         raise ZooError(f"{args.preset} carries no data contract (preprocessing.json): the raw signature serves "
                        "presets trained on a data spec")
-    body, lines = build_request(preprocessor.state, args.file, args.rows)
+    body, lines = build_request(preprocessor.state, args.file, args.rows, history_from=args.history_from)
     text = json.dumps(body)
     if args.out is None:
         print(text)
@@ -586,6 +586,9 @@ def _parser():
     request.add_argument("file", help="raw rows in the format the preset was trained on")
     request.add_argument("--rows", type=_count, default=1, help="how many rows, from the first (default 1)")
     request.add_argument("--out", help="write the body to this file (default: print it)")
+    request.add_argument("--history-from", action="append", metavar="FILE",
+                         help="earlier log(s) whose rows join the sent rows' histories (not sent; as score's "
+                         "--history-from), repeatable")
     request.set_defaults(run=_request)
 
     spec = commands.add_parser("spec", help=_spec.__doc__)

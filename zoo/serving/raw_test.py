@@ -73,9 +73,10 @@ class RawSignatureTest(TestCase):
         model.save_to_preset(preset, preprocessing=self.state)
         return model, preset
 
-    def keras_scores(self, model):
-        """`python -m zoo score`'s scores of later.csv, by file line."""
-        processed = prepare(None, self.later, preprocessing=self.state, cache_dir=self.cache, verbose=False)
+    def keras_scores(self, model, history_from=None):
+        """`python -m zoo score`'s scores of later.csv (`--history-from`: `history_from`), by file line."""
+        processed = prepare(None, self.later, preprocessing=self.state, cache_dir=self.cache, verbose=False,
+                            **({"history_from": history_from} if history_from else {}))
         dataset, _ = make_dataset(processed, "all", batch_size=1024, shuffle=False)
         scores = np.concatenate([np.asarray(model.score(f)).reshape(-1) for f, _ in dataset.as_numpy_iterator()])
         return dict(zip(processed.source_lines("all").tolist(), scores))
@@ -134,9 +135,23 @@ except tf.errors.InvalidArgumentError as error:
 
     def test_din(self):
         self.check("din")
+        path = os.path.join(self.folder, "din_export", "1")
+        # request --history-from: the training log's rows join the histories (not sent), and the raw signature
+        # gives score --history-from's scores
+        model = zoo.load(os.path.join(self.folder, "din_preset"))
+        body, lines = build_request(self.state, self.later, 60, history_from=[self.log])
+        alone, alone_lines = build_request(self.state, self.later, 60)
+        self.assertEqual(lines, alone_lines)
+        longer = np.sum(np.asarray(body["inputs"]["history_item_id"]) != "", axis=1)
+        shorter = np.sum(np.asarray(alone["inputs"]["history_item_id"]) != "", axis=1)
+        self.assertTrue(np.all(longer >= shorter) and np.any(longer > shorter))
+        scores = self.keras_scores(model, history_from=[self.log])
+        served = self.call_raw(path, {k: np.asarray(v, dtype=str) for k, v in body["inputs"].items()})["values"]
+        np.testing.assert_allclose(np.asarray(served["pctr"])[:, 0], [scores[line] for line in lines], atol=1e-5)
+        alone_scores = self.keras_scores(model)
+        self.assertGreater(max(abs(scores[line] - alone_scores[line]) for line in lines), 1e-4)  # histories count
         # as strict as the engine: numbers that are not finite are filled and counted, a request time that is
         # not a time stops the call in one line naming the input
-        path = os.path.join(self.folder, "din_export", "1")
         body, _ = build_request(self.state, self.later, 4)
         inputs = {k: np.asarray(v, dtype=str) for k, v in body["inputs"].items()}
         bad = dict(inputs, price=np.array(["inf", "1e400", "abc", " "]))

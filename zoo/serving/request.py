@@ -7,7 +7,9 @@ Each row's history is what the data-spec engine gives the same row when `python 
 file: the user's rows strictly earlier in time (those matching `history.only`), in time order, all of them
 (the graph keeps the newest L and counts the cut; the user's running statistics count them all), with
 their labels as the file writes them where the spec's history carries feedback, padded with "" to the
-longest history of the request.
+longest history of the request. With `--history-from EARLIER...` (as `score --history-from`), the earlier
+logs' rows join the histories (and so the user's running statistics) and are not sent: the body then gives
+the scores `score FILE --history-from EARLIER...` writes.
 Times are written in the spec's format (ISO 8601 in UTC, or unix digits) at the second the engine reads.
 """
 
@@ -28,21 +30,28 @@ def _time_text(seconds, fmt):
     return datetime.datetime.fromtimestamp(int(seconds), datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def build_request(state, path, rows):
+def build_request(state, path, rows, history_from=None):
     """(the REST body, the file line of each of its rows) for the first `rows` rows (in file order) of the
-    raw file(s) at `path`, read through the fitted state `state` (a preset's preprocessing.json)."""
+    raw file(s) at `path`, read through the fitted state `state` (a preset's preprocessing.json).
+    `history_from`: earlier logs (files, globs or folders) whose rows join the histories, not sent (the
+    engine's scoring mode: Preprocessor.processed)."""
     from zoo.datasets.spec_engine import _read
     from zoo.serving.raw import check_state, input_names
 
     spec = check_state(state)
     if not isinstance(rows, int) or rows < 1:
         raise ZooError(f"--rows is {rows!r}; it must be at least 1")
-    data, _ = _read(spec, spec_reading.source_files(path, spec.source["format"]), scoring=True,
+    context = [f for earlier in history_from or [] for f in spec_reading.source_files(earlier, spec.source["format"])]
+    if context and not spec.history_from_log():
+        raise ZooError("--history-from: this preset's histories are columns of each row, not earlier rows of a "
+                       "log; earlier logs add nothing to its requests")
+    data, _ = _read(spec, context + spec_reading.source_files(path, spec.source["format"]), scoring=True,
                     label_text=spec.feedback())
+    sent = np.flatnonzero(data["file"] >= len(context))  # the earlier logs' rows build histories only
     total = data["label"].shape[0]
-    if not total:
+    if not sent.size:
         raise ZooError(f"{path}: no row to send")
-    order = np.lexsort((data["line"], data["file"]))[:rows]  # the first rows of the file(s)
+    order = sent[np.lexsort((data["line"][sent], data["file"][sent]))][:rows]  # the first rows of the file(s)
     text = {name: np.asarray(values.to_numpy(zero_copy_only=False), dtype=object)
             for name, values in data["text"].items()}
     numbers = data["numeric"]
