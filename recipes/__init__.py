@@ -16,6 +16,7 @@ from zoo.recipes.raw_rows import (ScoredRows, calibrate_file, calibrate_preset, 
                                 score_raw_rows)
 from zoo.recipes.recipe import Recipe
 from zoo.recipes.scaling import fit_scaling_law
+from zoo.recipes.sparse_table_adam import SparseTableAdam
 from zoo.recipes.train import train
 
 _TUNING = ("tune", "save_best", "ZooHyperModel")

@@ -55,6 +55,10 @@ class _BackupAndRestore(keras.callbacks.BackupAndRestore):
 def make_optimizer(recipe, total_steps=None):
     rate = learning_rate_schedule(recipe, total_steps)
     common = dict(learning_rate=rate, beta_1=recipe.beta_1, beta_2=recipe.beta_2, clipnorm=recipe.clipnorm)
+    if recipe.table_update is not None:  # tables updated at the rows a batch touches; AdamW's decay skips them
+        from zoo.recipes.sparse_table_adam import SparseTableAdam
+
+        return SparseTableAdam(table_update=recipe.table_update, weight_decay=recipe.weight_decay or None, **common)
     if recipe.weight_decay:
         return keras.optimizers.AdamW(weight_decay=recipe.weight_decay, **common)
     return keras.optimizers.Adam(**common)

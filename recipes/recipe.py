@@ -17,6 +17,10 @@ class Recipe:
             follows a cosine decay to 0 (DeRes: 5 % warm-up, then cosine).
         cosine: whether to decay with a cosine after the warm-up.
         clipnorm: gradient clipping by global norm (None: no clipping).
+        table_update: None (Adam reads and writes every row of every embedding table each step), or the
+            rule that updates only the rows a batch touches (zoo.recipes.SparseTableAdam: "lazy_adam",
+            "rowwise_adagrad" or "sgd"; the dense weights stay on Adam): a step's cost then does not grow
+            with the tables' size (benchmarks/vocab_scaling.py).
         early_stopping_patience: epochs without a better `monitor` before stopping (None: never stop early).
         monitor: the validation metric early stopping and tuning watch (maximised).
         seeds: the seeds a protocol averages over (the first one is used by `fit`).
@@ -48,6 +52,7 @@ class Recipe:
     warmup_fraction: float = 0.0
     cosine: bool = False
     clipnorm: float | None = None
+    table_update: str | None = None
     early_stopping_patience: int | None = None
     monitor: str = "val_auc"
     seeds: tuple = (0,)

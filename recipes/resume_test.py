@@ -21,7 +21,7 @@ import zoo
 from tests.testing import small_simulator
 from tests.model_configs import SMALL
 
-out, kill_at = sys.argv[1], int(sys.argv[2])
+out, kill_at, table_update = sys.argv[1], int(sys.argv[2]), sys.argv[3] or None
 keras.utils.set_random_seed(0)
 simulator = small_simulator()
 model = zoo.get("deres_p", schema=simulator.schema, **dict(SMALL["deres_p"], dropout=0.1))
@@ -36,30 +36,38 @@ class Kill(keras.callbacks.Callback):
             os.kill(os.getpid(), signal.SIGKILL)
 
 history = zoo.recipes.fit(model, train, val, recipe="deres", epochs=3, batch_size=32, early_stopping_patience=2,
-                          backup_dir=os.path.join(out, "backup"), callbacks=[Kill()], verbose=0, jit_compile=False)
+                          backup_dir=os.path.join(out, "backup"), callbacks=[Kill()], verbose=0, jit_compile=False,
+                          table_update=table_update)
 np.savez(os.path.join(out, "weights.npz"), *model.get_weights())
 with open(os.path.join(out, "history.json"), "w") as f:
     json.dump({"history": history.history, "epoch": history.epoch}, f)
 """
 
 
-def _run(out, kill_at):
+def _run(out, kill_at, table_update=""):
     env = dict(os.environ, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3")
-    return subprocess.run([sys.executable, "-c", RUN, str(out), str(kill_at)], env=env, cwd=ROOT,
+    return subprocess.run([sys.executable, "-c", RUN, str(out), str(kill_at), table_update], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
 
 
 class ResumeTest(TestCase):
     def test_a_run_killed_mid_epoch_resumes_to_the_uninterrupted_result(self):
+        self.check_resume("")
+
+    def test_sparse_table_updates_resume_too(self):
+        """Row-wise Adagrad's accumulators (and no moments for the tables) are restored with the weights."""
+        self.check_resume("rowwise_adagrad")
+
+    def check_resume(self, table_update):
         with tempfile.TemporaryDirectory() as tmp:
             whole, killed = Path(tmp, "whole"), Path(tmp, "killed")
-            self.assertEqual(_run(whole, -1).returncode, 0)
-            first = _run(killed, 12)  # epoch 2 of 3, step 4 of 8
+            self.assertEqual(_run(whole, -1, table_update).returncode, 0)
+            first = _run(killed, 12, table_update)  # epoch 2 of 3, step 4 of 8
             self.assertEqual(first.returncode, -signal.SIGKILL, first.stderr[-2000:])
             self.assertFalse((killed / "weights.npz").exists())
             metadata = json.loads((killed / "backup" / "training_metadata.json").read_text())
             self.assertEqual(metadata["epoch"], 1)
-            second = _run(killed, -1)
+            second = _run(killed, -1, table_update)
             self.assertEqual(second.returncode, 0, second.stderr[-2000:])
 
             expected, resumed = np.load(whole / "weights.npz"), np.load(killed / "weights.npz")
