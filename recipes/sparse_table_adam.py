@@ -186,7 +186,7 @@ def _sparse_gradient(ids, values, like):
         return tf.IndexedSlices(values, ids, like.dense_shape)
     import torch
 
-    return torch.sparse_coo_tensor(ids[None, :], values, like.shape).coalesce()
+    return torch.sparse_coo_tensor(ids[None, :], values, like.shape, check_invariants=True, is_coalesced=True)
 
 
 def _read_rows(variable, ids):
