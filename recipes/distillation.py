@@ -4,6 +4,7 @@ trained together."""
 import keras
 from keras import ops
 
+import zoo.backend_kernels as backend_kernels
 from zoo.errors import ZooError
 
 
@@ -60,6 +61,12 @@ class OnlineDistillation(keras.Model):
             "student": self.student_logit(self._student_features(features), training=training),
             "teacher": self.teacher_logit(features, training=training),
         }
+
+    def train_step(self, *args, **kwargs):
+        """Keras' train step; under JAX with SparseTableAdam, the row-sparse one (zoo.backend_kernels)."""
+        if backend_kernels.uses_row_steps(self):
+            return backend_kernels.jax_rows_train_step(self, *args, **kwargs)
+        return super().train_step(*args, **kwargs)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         z_student, z_teacher = y_pred["student"], y_pred["teacher"]

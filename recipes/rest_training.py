@@ -12,6 +12,7 @@ The wrapper shares every layer of the ReST model it wraps and adds g_seq and the
 import keras
 from keras import ops
 
+import zoo.backend_kernels as backend_kernels
 from zoo.errors import ZooError
 
 LAMBDA_SEQ = 0.1  # λ_seq, the weight of Figure 2
@@ -125,6 +126,12 @@ class ReSTTrainer(keras.Model):
         self.seq_weight = seq_weight
         self.align_weight = align_weight
         self.aux_units = aux_units
+
+    def train_step(self, *args, **kwargs):
+        """Keras' train step; under JAX with SparseTableAdam, the row-sparse one (zoo.backend_kernels)."""
+        if backend_kernels.uses_row_steps(self):
+            return backend_kernels.jax_rows_train_step(self, *args, **kwargs)
+        return super().train_step(*args, **kwargs)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         loss = super().compute_loss(x, y, y_pred["pctr"], sample_weight, training)

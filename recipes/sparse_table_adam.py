@@ -1,3 +1,5 @@
+import contextlib
+
 import keras
 from keras import ops
 
@@ -34,9 +36,12 @@ class SparseTableAdam(keras.optimizers.Adam):
     How the rows are found: under TensorFlow a gathered table's gradient is a tf.IndexedSlices; under
     torch zoo.backend_kernels.gather_rows gathers a table this optimizer was built on with
     `F.embedding(sparse=True)`, whose gradient is a sparse COO tensor. Both are summed per distinct id
-    and only those rows are gathered and scattered back. Under JAX a table's gradient is dense (jax.grad
-    of a gather scatters into zeros): the same rule is applied to the rows with a nonzero gradient, with
-    the same results, at the dense cost (benchmarks/vocab_scaling.py prints each backend's).
+    and only those rows are gathered and scattered back. Under JAX (where jax.grad of a gather is a dense
+    scatter into zeros) the models' train step becomes zoo.backend_kernels.jax_rows_train_step: the
+    batch's distinct rows of each FeatureEmbedding table are differentiated as a slab and updated in
+    place. A table gradient that arrives dense anyway (a table outside FeatureEmbedding) gets the same
+    rule over every row, at the dense cost. benchmarks/vocab_scaling.py prints each backend's step time
+    against the table's size.
 
     Args:
         table_update: "lazy_adam", "rowwise_adagrad" or "sgd" (above).
@@ -55,6 +60,7 @@ class SparseTableAdam(keras.optimizers.Adam):
         if kwargs.get("amsgrad"):
             raise ZooError("SparseTableAdam: amsgrad is not supported")
         super().__init__(learning_rate=learning_rate, **kwargs)
+        self._row_ids = None  # {table index: the rows its gradient holds} during a JAX row step
         self.table_update = table_update
         self.table_learning_rate = table_learning_rate
         self.table_epsilon = table_epsilon
@@ -74,7 +80,7 @@ class SparseTableAdam(keras.optimizers.Adam):
         for variable, table in zip(var_list, tables):
             if table:
                 variable.sparse_rows = True  # gather_rows gives it a sparse gradient under torch
-                self.exclude_from_weight_decay(var_list=[variable])
+        self.exclude_from_weight_decay(var_list=[v for v, table in zip(var_list, tables) if table])
 
     def _variables_for(self, variables, names):
         lists = tuple([] for _ in names)
@@ -83,6 +89,16 @@ class SparseTableAdam(keras.optimizers.Adam):
                 values.append(None if variable is None else self.add_variable_from_reference(variable, name))
         return lists
 
+    @contextlib.contextmanager
+    def row_ids(self, ids):
+        """While applying gradients of JAX row steps (zoo.backend_kernels.jax_rows_train_step): {table index:
+        the distinct ids [N] (padded with the out-of-range id V) whose rows the table's gradient [N, d] holds}."""
+        self._row_ids = ids
+        try:
+            yield
+        finally:
+            self._row_ids = None
+
     def _is_table(self, variable):
         # (TensorFlow's distributed update passes the tf.Variable under a Keras variable: found by its index)
         return self._get_variable_index(variable) in self._tables
@@ -90,14 +106,16 @@ class SparseTableAdam(keras.optimizers.Adam):
     def update_step(self, gradient, variable, learning_rate):
         if not self._is_table(variable):
             return super().update_step(gradient, variable, learning_rate)
+        index = self._get_variable_index(variable)
         rows = _sparse_rows(gradient)
+        if rows is None and self._row_ids is not None and index in self._row_ids:
+            rows = (self._row_ids[index], gradient)  # a JAX row step's slab gradient
         if rows is None:  # a dense gradient (JAX, or a table gathered without gather_rows): every row, masked
             ids, g = None, ops.cast(gradient, variable.dtype)
         else:
             ids, g = rows[0], ops.cast(rows[1], variable.dtype)
         touched = ops.any(ops.not_equal(g, 0), axis=-1, keepdims=True)  # [U or V, 1]
         lr = ops.cast(learning_rate if self.table_learning_rate is None else self.table_learning_rate, variable.dtype)
-        index = self._get_variable_index(variable)
         if self.table_update == "lazy_adam":
             m, v = self._momentums[index], self._velocities[index]
             step = ops.cast(self.iterations + 1, variable.dtype)
@@ -126,6 +144,8 @@ class SparseTableAdam(keras.optimizers.Adam):
     def _write_rows(self, target, ids, values):
         if ids is None:
             self.assign(target, values)
+        elif keras.backend.backend() == "jax":  # (a padding id V is out of range: dropped)
+            self.assign(target, ops.convert_to_tensor(target).at[ids].set(values, mode="drop"))
         elif keras.backend.backend() == "tensorflow":
             import tensorflow as tf
 
@@ -193,6 +213,10 @@ def _read_rows(variable, ids):
     """The rows `ids` of `variable` (all of it for ids None), read without copying the rest."""
     if ids is None:
         return ops.convert_to_tensor(variable)
+    if keras.backend.backend() == "jax":
+        import jax.numpy as jnp
+
+        return jnp.take(ops.convert_to_tensor(variable), ids, axis=0, mode="fill", fill_value=0)
     if keras.backend.backend() == "tensorflow":
         import tensorflow as tf
 

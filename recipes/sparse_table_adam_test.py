@@ -137,26 +137,67 @@ class SparseTableAdamTest(TestCase):
             self.assertGreater(np.abs(table - self.table).max(), 1e-3)
             self.assertAllClose(to_numpy(model.table.embeddings), table, atol=1e-6, msg=name)
 
-    def test_recipes_train_a_model_with_it(self):
-        """zoo.recipes.fit with table_update: the model's tables change only at rows its batches hold (a run
-        killed mid-epoch resumes with the optimizer's rows: recipes/resume_test.py)."""
-        simulator = small_simulator()
-        keras.utils.set_random_seed(0)
-        model = zoo.get("deepfm", schema=simulator.schema, **SMALL["deepfm"])
-        tables = {w.path: to_numpy(w).copy() for w in model.weights if w.name == "embeddings"}
-        train = simulator.dataset(128, batch_size=32, seed=1)
-        history = zoo.recipes.fit(model, train, recipe="suan", batch_size=32, table_update="lazy_adam", verbose=0)
-        self.assertIsInstance(history.trainer.optimizer, SparseTableAdam)
-        self.assertTrue(np.isfinite(history.history["loss"]).all())
+    def assert_only_seen_rows_change(self, models, train, tables, schema):
         seen = {}
         for features, _ in train.as_numpy_iterator():
-            for feature in simulator.schema.features:
+            for feature in schema.features:
                 if feature.group != "num":
                     table = feature.name if feature.group in ("hist", "cand") else feature.key
                     seen.setdefault(table, set()).update(np.asarray(features[feature.key]).reshape(-1).tolist())
+        weights = {w.path: w for model in models for w in model.weights}
         for path, before in tables.items():
             name = path.split("/")[-2][len("embedding_"):]
-            after = to_numpy(next(w for w in model.weights if w.path == path))
-            changed = set(np.flatnonzero(np.any(after != before, axis=1)).tolist())
-            self.assertTrue(changed, path)
+            changed = set(np.flatnonzero(np.any(to_numpy(weights[path]) != before, axis=1)).tolist())
             self.assertLessEqual(changed, seen[name], path)
+        self.assertTrue(any(np.any(to_numpy(weights[p]) != b) for p, b in tables.items()))
+
+    def test_recipes_train_every_trainer_with_it(self):
+        """zoo.recipes.fit with table_update, plain, with ReST's auxiliary losses (and AdamW's decay, which
+        skips the tables) and with online distillation: each model's tables change only at rows its batches
+        hold (a run killed mid-epoch resumes with the optimizer's rows: recipes/resume_test.py)."""
+        simulator = small_simulator()
+        train = simulator.dataset(64, batch_size=16, seed=1)
+        small = {"num_layers": 1, "num_heads": 2, "mlp_units": (8,), "dice_momentum": 0.9}
+        for recipe, name, hyperparameters in (("suan", "deepfm", SMALL["deepfm"]), ("rest", "rest", SMALL["rest"]),
+                                              ("distill", "lightsuan", dict(small, window_size=2, dilation=2))):
+            keras.utils.set_random_seed(0)
+            model = zoo.get(name, schema=simulator.schema, **hyperparameters)
+            options = {"trainer_options": dict(zoo.recipes.get_recipe("distill").trainer_options,
+                                               teacher_hyperparameters=small)} if recipe == "distill" else {}
+            before = {w.path: to_numpy(w).copy() for w in model.weights if w.name == "embeddings"}
+            history = zoo.recipes.fit(model, train, recipe=recipe, epochs=1, batch_size=16, table_update="lazy_adam",
+                                      verbose=0, **options)
+            self.assertIsInstance(history.trainer.optimizer, SparseTableAdam, recipe)
+            self.assertTrue(np.isfinite(history.history["loss"]).all(), recipe)
+            self.assertTrue(history.trainer.optimizer._tables, recipe)
+            with self.subTest(recipe=recipe):
+                self.assert_only_seen_rows_change([model], train, before, simulator.schema)
+
+    def test_jax_row_steps_equal_the_rule_over_every_row(self):
+        """Under JAX the models' train step differentiates only the batch's rows of each table
+        (zoo.backend_kernels.jax_rows_train_step); its weights equal those of the same rule applied to the
+        dense gradient over every row (checked against NumPy above) after several steps."""
+        if keras.backend.backend() != "jax":
+            self.skipTest("the row step is JAX's; TensorFlow's and torch's gradients arrive sparse (above)")
+        import zoo.backend_kernels as backend_kernels
+
+        simulator = small_simulator()
+        train = simulator.dataset(64, batch_size=16, seed=1, shuffle=False)  # the same steps in both runs
+        results = {}
+        for row_steps in (True, False):
+            keras.utils.set_random_seed(0)
+            model = zoo.get("deepfm", schema=simulator.schema, **SMALL["deepfm"])
+            calls = []
+            original = backend_kernels.jax_rows_train_step
+
+            def counted(*args, **kwargs):
+                calls.append(1)
+                return original(*args, **kwargs)
+
+            with mock.patch.object(backend_kernels, "uses_row_steps", lambda model: row_steps), \
+                    mock.patch.object(backend_kernels, "jax_rows_train_step", counted):
+                zoo.recipes.fit(model, train, recipe="suan", batch_size=16, table_update="lazy_adam", verbose=0)
+            self.assertEqual(bool(calls), row_steps)
+            results[row_steps] = [to_numpy(w) for w in model.weights]
+        for a, b in zip(results[True], results[False]):
+            self.assertAllClose(a, b, atol=1e-5)

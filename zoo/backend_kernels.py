@@ -12,6 +12,9 @@ from keras import ops
 def gather_rows(table, ids):
     """`table(ids)` for a keras.layers.Embedding `table`: its rows at `ids`, [*ids.shape, d], in its compute dtype.
 
+    Under TensorFlow the rows are a ResourceGather of the table variable (the layer's own call reads the
+    whole table first).
+
     Under torch a float table (not quantized, no LoRA) is gathered with `torch.index_select` on int64 ids:
     the same rows as the layer's `F.embedding` (negative ids wrap, as keras.ops.take's), but its backward is
     `index_add_`, where F.embedding's is CPU `embedding_dense_backward`: 2.7x slower at 51,200 ids into a
@@ -20,8 +23,20 @@ def gather_rows(table, ids):
     zoo.recipes.SparseTableAdam was built on (`sparse_rows`) is gathered with `F.embedding(sparse=True)`:
     its gradient is then a sparse tensor of the batch's rows, not a dense [V, d] one.
     """
-    if keras.backend.backend() != "torch" or table.quantization_mode is not None or table.lora_enabled:
+    backend = keras.backend.backend()
+    if backend == "jax" and _ROW_SLABS:
+        rows = _slab_rows(table, ids)
+        if rows is not None:
+            return rows
+    if backend == "jax" or table.quantization_mode is not None or table.lora_enabled:
         return table(ids)
+    if backend == "tensorflow":
+        # a ResourceGather of the rows, not the layer's gather of a whole-table read: a step that then updates
+        # rows in place (zoo.recipes.SparseTableAdam) would copy the whole table while that read is alive
+        import tensorflow as tf
+
+        ids = tf.where(ids < 0, ids + tf.cast(table.input_dim, ids.dtype), ids)  # negative ids wrap, as ops.take's
+        return ops.cast(tf.gather(table.embeddings.value, ids), table.compute_dtype)
     import torch
 
     weights = ops.convert_to_tensor(table.embeddings)
@@ -32,3 +47,90 @@ def gather_rows(table, ids):
     else:
         rows = torch.index_select(weights, 0, index).reshape(*ids.shape, weights.shape[-1])
     return ops.cast(rows, table.compute_dtype)
+
+
+# --------------------------------------------------------------------------- JAX: row-sparse table steps
+_ROW_SLABS = {}  # id(table variable) -> (the batch's distinct ids [N], their rows [N, d]) while a step traces
+
+
+def _slab_rows(table, ids):
+    """The rows at `ids` from the slab of the batch's distinct rows (jax_rows_train_step), or None."""
+    slab = _ROW_SLABS.get(id(table.embeddings))
+    if slab is None:
+        return None
+    import jax.numpy as jnp
+
+    distinct, rows = slab
+    flat = jnp.reshape(ids, (-1,)).astype(distinct.dtype)
+    flat = jnp.where(flat < 0, flat + table.input_dim, flat)
+    picked = jnp.take(rows, jnp.searchsorted(distinct, flat), axis=0)
+    return ops.cast(jnp.reshape(picked, (*ids.shape, rows.shape[-1])), table.compute_dtype)
+
+
+def row_plan(model, x):
+    """{index in model.trainable_variables: [keys of x]} of the FeatureEmbedding tables that the optimizer
+    updates by rows (SparseTableAdam's tables) and that are looked up only at the ids of those batch keys."""
+    from zoo.layers.feature_embedding import FeatureEmbedding
+
+    tables = getattr(model.optimizer, "_tables", None) or set()
+    index = {id(v): i for i, v in enumerate(model.trainable_variables)}
+    plan = {}
+    for layer in model._flatten_layers(include_self=False):
+        if not isinstance(layer, FeatureEmbedding):
+            continue
+        for feature in layer.schema.features:
+            table = layer._table(feature) if feature.group != "num" else None
+            if table is None or feature.key not in x or table.quantization_mode is not None or table.lora_enabled:
+                continue
+            i = index.get(id(table.embeddings))
+            if i is not None and i in tables:
+                plan.setdefault(i, []).append(feature.key)
+    return plan
+
+
+def jax_rows_train_step(model, state, data):
+    """Keras' JAX train step, with the row-updated tables differentiated at the batch's rows only.
+
+    For each table of `row_plan`, the batch's distinct ids (jnp.unique with a static size, padded with the
+    out-of-range id V) select a slab of N rows; gather_rows reads the slab (ids located by searchsorted),
+    jax.grad differentiates the slab instead of the [V, d] table, and SparseTableAdam updates those rows
+    (zoo.recipes.SparseTableAdam, `row_ids`). A step then costs O(N d) per table, not O(V d)."""
+    import jax
+    import jax.numpy as jnp
+    from keras.src.trainers.data_adapters import data_adapter_utils
+
+    trainable, non_trainable, optimizer_variables, metrics_variables = state
+    x, y, sample_weight = data_adapter_utils.unpack_x_y_sample_weight(data)
+    plan = row_plan(model, x)
+    variables = model.trainable_variables
+    distinct, slabs = {}, {}
+    for i, keys in plan.items():
+        size = variables[i].shape[0]
+        ids = jnp.concatenate([jnp.reshape(x[k], (-1,)).astype("int32") for k in keys])
+        ids = jnp.where(ids < 0, ids + size, ids)
+        distinct[i] = jnp.unique(ids, size=ids.shape[0], fill_value=size)  # sorted; padded with V
+        slabs[i] = jnp.take(trainable[i], distinct[i], axis=0, mode="fill", fill_value=0)
+
+    def loss(dense, slabs):
+        values = [trainable[i] if i in plan else v for i, v in enumerate(dense)]
+        _ROW_SLABS.update({id(variables[i]): (distinct[i], slabs[i]) for i in plan})
+        try:
+            return model.compute_loss_and_updates(values, non_trainable, metrics_variables, x, y, sample_weight,
+                                                  training=True, optimizer_variables=optimizer_variables)
+        finally:
+            _ROW_SLABS.clear()
+
+    dense = [None if i in plan else v for i, v in enumerate(trainable)]
+    (_, aux), (dense_grads, slab_grads) = jax.value_and_grad(loss, argnums=(0, 1), has_aux=True)(dense, slabs)
+    unscaled_loss, y_pred, non_trainable, metrics_variables = aux
+    grads = [slab_grads[i] if i in plan else g for i, g in enumerate(dense_grads)]
+    with model.optimizer.row_ids(distinct):
+        trainable, optimizer_variables = model.optimizer.stateless_apply(optimizer_variables, grads, trainable)
+    logs, metrics_variables = model._update_metrics_variables(metrics_variables, unscaled_loss, x, y, y_pred,
+                                                              sample_weight)
+    return logs, (trainable, non_trainable, optimizer_variables, metrics_variables)
+
+
+def uses_row_steps(model):
+    """Whether `model`'s JAX train step should be jax_rows_train_step (a SparseTableAdam with tables)."""
+    return keras.backend.backend() == "jax" and bool(getattr(getattr(model, "optimizer", None), "_tables", None))

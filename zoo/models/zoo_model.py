@@ -5,6 +5,7 @@ import numbers
 import keras
 import numpy as np
 
+import zoo.backend_kernels as backend_kernels
 import zoo.guards as guards
 import zoo.hyperparameters as hyperparameters
 from zoo.errors import ZooError
@@ -147,6 +148,13 @@ class ZooModel(keras.Model):
         return cls(**config)
 
     # ------------------------------------------------------------------ entry points
+    def train_step(self, *args, **kwargs):
+        """Keras' train step; under JAX with zoo.recipes.SparseTableAdam, the row-sparse one
+        (zoo.backend_kernels.jax_rows_train_step)."""
+        if backend_kernels.uses_row_steps(self):
+            return backend_kernels.jax_rows_train_step(self, *args, **kwargs)
+        return super().train_step(*args, **kwargs)
+
     def fit(self, x=None, y=None, *args, **kwargs):
         """keras.Model.fit, with its data guarded as `predict`'s is (see `guarded_source`): a bad value in a
         batch is one ZooError line naming the key, never a backend traceback or a silent NaN."""
