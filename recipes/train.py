@@ -70,7 +70,8 @@ def kept_epoch(history, recipe):
                                        f"({stopped} epochs; patience {recipe.early_stopping_patience})"}
 
 
-def training_recipe(recipe="suan", *, spec=False, epochs=None, batch_size=None, learning_rate=None, seed=0):
+def training_recipe(recipe="suan", *, spec=False, epochs=None, batch_size=None, learning_rate=None, seed=0,
+                    table_update=None):
     """The recipe a run trains by: `recipe` (a name or a Recipe) with every option given here (None: the
     recipe's), so the banner, the batches and the optimiser agree; on a data spec, compare's defaults
     where no option chose (at most EPOCHS epochs, BATCH_SIZE rows a step, early stopping with PATIENCE)."""
@@ -78,7 +79,8 @@ def training_recipe(recipe="suan", *, spec=False, epochs=None, batch_size=None, 
     from zoo.recipes.protocols import get_recipe
 
     chosen = {"seeds": (seed,)}
-    for field, value in (("epochs", epochs), ("batch_size", batch_size), ("learning_rate", learning_rate)):
+    for field, value in (("epochs", epochs), ("batch_size", batch_size), ("learning_rate", learning_rate),
+                         ("table_update", table_update)):
         if value is not None:
             chosen[field] = value
     recipe = get_recipe(recipe, **chosen)
@@ -109,7 +111,8 @@ def _banner(model_name, model, recipe, recipe_name, source):
     lines = [f"fit: {model_name} (a fresh model: class defaults{', except ' + ', '.join(changed) if changed else ''}); "
              f"{model.count_params():,} parameters; backend {keras.backend.backend()}",
              f"     recipe {recipe_name}: {recipe.epochs} epoch(s), batch {recipe.batch_size}, "
-             f"learning rate {recipe.learning_rate:g}, seed {recipe.seeds[0]}"]
+             f"learning rate {recipe.learning_rate:g}, seed {recipe.seeds[0]}"
+             + (f", tables updated by rows ({recipe.table_update})" if recipe.table_update else "")]
     batch = data_options(recipe, model_name)["batch_size"]  # rows (ReST's prefix rows hold m2 samples)
     if source.info is not None:
         rows = source.info["rows"]
@@ -195,13 +198,15 @@ def _calibrated(model, data, method, log):
 
 
 def train(model, source=None, out="runs/fit", *, recipe="suan", epochs=None, batch_size=None, learning_rate=None,
-          hyperparameters=None, calibrate=None, resume=False, distribution_options=None, log=print):
+          table_update=None, hyperparameters=None, calibrate=None, resume=False, distribution_options=None, log=print):
     """Trains a fresh registered `model` (a name) on `source` (a DataSource; default: the simulator) and
     writes its preset, reports and figures to `out` (see the module docstring). Returns {"preset": path,
     "model", "metrics": {...}, "kept_epoch", "baselines", "calibration", "history"} (None in a multi-worker
     run's other processes).
 
-    `hyperparameters` override the class defaults (after the recipe's); `calibrate` ("platt" or
+    `table_update` ("lazy_adam", "rowwise_adagrad", "sgd") updates the embedding tables at the rows a batch
+    touches only (zoo.recipes.SparseTableAdam). `hyperparameters` override the class defaults (after the
+    recipe's); `calibrate` ("platt" or
     "temperature") fits post-hoc calibration on the validation split after training, kept where it lowers
     its LogLoss; `distribution_options` are `distribution`'s (strategy, devices, model_axis, shard_dense,
     batch_scaling) for several devices or processes. `log` receives each line of the account (the banner,
@@ -225,7 +230,7 @@ def train(model, source=None, out="runs/fit", *, recipe="suan", epochs=None, bat
     keras.utils.set_random_seed(source.seed)  # before anything random: the data and the model's weights
     recipe_name = recipe if isinstance(recipe, str) else "custom"
     recipe = training_recipe(recipe, spec=source.spec is not None, epochs=epochs, batch_size=batch_size,
-                             learning_rate=learning_rate, seed=source.seed)
+                             learning_rate=learning_rate, seed=source.seed, table_update=table_update)
     training = data_options(recipe, model_name)
     held_out = max(source.rows // 5, 1)
     train_data, schema = source.load("train", source.rows, **training)
@@ -274,6 +279,7 @@ def train(model, source=None, out="runs/fit", *, recipe="suan", epochs=None, bat
         preset = os.path.join(out, "preset")
         training_record = {"epochs": recipe.epochs, "epochs_run": len(history.epoch), "batch_size": recipe.batch_size,
                            "learning_rate": recipe.learning_rate,
+                           **({"table_update": recipe.table_update} if recipe.table_update else {}),
                            **({"kept_epoch": kept["epoch"]} if kept is not None else {})}
         model.save_to_preset(
             preset,

@@ -138,7 +138,7 @@ def _progress():
 def _training_options(args):
     """The recipe fields the command line's training flags set (zoo.recipes.train.training_recipe)."""
     return {"epochs": args.epochs, "batch_size": args.batch_size, "learning_rate": getattr(args, "learning_rate", None),
-            "seed": args.seed}
+            "seed": args.seed, "table_update": getattr(args, "table_update", None)}
 
 
 def _fit(args):
@@ -147,7 +147,8 @@ def _fit(args):
     from zoo.recipes.train import train
 
     train(args.model, _source(args), args.out, recipe=args.recipe, epochs=args.epochs, batch_size=args.batch_size,
-          learning_rate=args.learning_rate, hyperparameters=dict(args.set or []), calibrate=args.calibrate,
+          learning_rate=args.learning_rate, table_update=args.table_update, hyperparameters=dict(args.set or []),
+          calibrate=args.calibrate,
           resume=args.resume,
           distribution_options={"strategy": args.strategy, "devices": args.devices, "model_axis": args.model_axis,
                                 "shard_dense": args.shard_dense, "batch_scaling": args.batch_scaling})
@@ -469,6 +470,9 @@ def _parser():
     fit.add_argument("--recipe", default="suan", help="training protocol (suan, rest, deres, distill)")
     fit.add_argument("--epochs", type=_count, help="override the recipe's epochs")
     fit.add_argument("--learning-rate", type=_rate, help="override the recipe's (peak) learning rate")
+    fit.add_argument("--table-update", choices=["lazy_adam", "rowwise_adagrad", "sgd"],
+                     help="update the embedding tables at the rows a batch touches only (large vocabularies; "
+                     "zoo.recipes.SparseTableAdam); default: Adam over every row")
     fit.add_argument("--set", type=_override, action="append", metavar="KEY=VALUE",
                      help="model hyperparameter override")
     fit.add_argument("--out", default="runs/fit",
@@ -558,6 +562,8 @@ def _parser():
     tune.add_argument("--max-trials", type=_count, default=4)
     tune.add_argument("--epochs", type=_count, help="epochs per trial (default 1)")
     tune.add_argument("--learning-rate", type=_rate, help="override the recipe's (peak) learning rate")
+    tune.add_argument("--table-update", choices=["lazy_adam", "rowwise_adagrad", "sgd"],
+                      help="update the embedding tables at the rows a batch touches only (as fit's)")
     tune.add_argument("--recipe", default="suan")
     tune.add_argument("--dir", default="runs/tuning", help="search directory; an interrupted search resumes from it")
     tune.add_argument("--set", type=_override, action="append", metavar="KEY=VALUE", help="fixed hyperparameter")
