@@ -1,0 +1,290 @@
+"""The zoo's DeepFM against FuxiCTR's on Criteo-format rows, from the raw file to test metrics: epoch by
+epoch over seeds, with each side's whole wall time, preprocessing CPU time and peak memory (issues #39, #40).
+
+    python benchmarks/vs_fuxictr_criteo.py --fuxictr-python ~/fuxi/bin/python --fuxictr-zoo ~/FuxiCTR/model_zoo
+    python benchmarks/vs_fuxictr_criteo.py --rows 1000000 --seeds 0 --backends tensorflow   # the zoo side only
+
+Rows: --rows generated rows in Criteo's format (CSV with the header label,I1..I13,C1..C26; 13 counts with
+~21% empty, 26 categories drawn Zipf-like from fields of 10 to 200,000 values) whose label carries signal:
+logit = -1.1 + the sum over the categorical fields of a per-value effect (N(0, 0.35) for each field's 2,000
+most frequent values; the rarer share one effect each) + 0.15 * log1p(I1..I4) + a C1 x C2 interaction, so
+that a model can learn something (~26% positives). The file is split by row order, 80/10/10; FuxiCTR reads
+the three slices as its train/valid/test files, the zoo the one file with that split in its data spec.
+Generating and slicing are not timed.
+
+Preprocessing, the same on both sides (BARS' Criteo_x4, FuxiCTR's benchmark): a missing count -> 0, a
+count x > 2 -> floor(ln(x)^2), else int(x), used as a category; categories seen fewer than 10 times in
+the training rows -> OOV; an empty category is a value of its own. Model, the same sizes on both sides:
+DeepFM with 16-dimensional embeddings, MLP (200, 80) Dense -> BatchNorm -> Dice (the zoo's defaults),
+Adam 1e-3, batch 1024, --epochs epochs; each side evaluates the validation rows after every epoch and
+keeps its best validation epoch for the test metrics (the zoo: `zoo.recipes.train`, the documented path
+of `python -m zoo fit`, which also writes its reports, figures and baselines; FuxiCTR: save_best_only).
+Each cell (side, seed) runs in its own process, one at a time: whole s is that process' wall time
+(imports included), prep CPU-s its CPU time building the data (the zoo: the data-spec engine's build of a
+fresh cache; FuxiCTR: FeatureProcessor fit + build_dataset), peak MB its peak resident memory. Results
+go to OUT/cells.jsonl (a rerun skips the cells there) and OUT/table.md (mean +- s.d. over the seeds).
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+NUMERIC = [f"I{i}" for i in range(1, 14)]
+CATEGORICAL = [f"C{i}" for i in range(1, 27)]
+CARDINALITY = [1_000, 500, 200_000, 100_000, 300, 24, 12_000, 600, 3, 50_000, 5_000, 150_000, 3_000, 27, 10_000,
+               120_000, 10, 4_000, 2_000, 4, 140_000, 17, 15, 60_000, 100, 40_000]
+SIZES = {"mlp_units": (200, 80)}
+
+
+def write_rows(path, rows, seed=0):
+    """The generated Criteo-format CSV (see the module docstring)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    effects = [rng.normal(0, 0.35, size=min(k, 2_000) + 1) for k in CARDINALITY]
+    pair = rng.normal(0, 0.5, size=(31, 31))
+    with open(path, "w") as f:
+        f.write(",".join(["label"] + NUMERIC + CATEGORICAL) + "\n")
+        for start in range(0, rows, 100_000):
+            n = min(100_000, rows - start)
+            logit = np.full(n, -1.1)
+            counts = np.floor(rng.lognormal(1.5, 1.6, size=(n, 13))).astype(np.int64)
+            empty = rng.random((n, 13)) < 0.21
+            logit += 0.15 * np.where(empty[:, :4], 0.0, np.log1p(counts[:, :4])).sum(axis=1) - 0.45
+            columns = [None] + [np.where(empty[:, j], "", counts[:, j].astype(str)) for j in range(13)]
+            ids = []
+            for k, effect in zip(CARDINALITY, effects):
+                drawn = np.minimum(rng.zipf(1.3, n) - 1, k - 1)
+                logit += effect[np.minimum(drawn, len(effect) - 1)]
+                ids.append(drawn)
+                columns.append(np.char.mod("%08x", (drawn * 2654435761 + k) % (2**32)))
+            logit += pair[np.minimum(ids[0], 30), np.minimum(ids[1], 30)]
+            columns[0] = (rng.random(n) < 1 / (1 + np.exp(-logit))).astype(int).astype(str)
+            f.write("\n".join(",".join(row) for row in zip(*columns)) + "\n")
+
+
+def split_files(path, folder):
+    """The file's rows by order, 80/10/10, as train/valid/test CSV files with the header (FuxiCTR's input)."""
+    lines = Path(path).read_text().splitlines()
+    header, rows = lines[0], lines[1:]
+    a, b = int(len(rows) * 0.8), int(len(rows) * 0.9)
+    out = {}
+    for name, part in (("train", rows[:a]), ("valid", rows[a:b]), ("test", rows[b:])):
+        out[name] = str(Path(folder) / f"{name}.csv")
+        Path(out[name]).write_text("\n".join([header] + part) + "\n")
+    return out, a
+
+
+def zoo_spec():
+    columns = {name: {"role": "cand", "type": "numeric", "bars": True, "min_count": 10} for name in NUMERIC}
+    columns.update({name: {"role": "cand", "min_count": 10} for name in CATEGORICAL})
+    return {"source": {"format": "csv", "delimiter": ",", "quote": None, "header": True},
+            "label": {"column": "label"}, "columns": columns, "embedding_dim": 16,
+            "split": {"by": "order", "fractions": [0.8, 0.1, 0.1]}}
+
+
+def zoo_cell(spec):
+    """Runs in the zoo's process (KERAS_BACKEND set): one training from the raw file to test metrics."""
+    import resource
+
+    import keras
+    import tensorflow  # noqa: F401  (tf.data feeds every backend: its import is not preprocessing)
+
+    import zoo
+    from zoo.recipes.protocols import get_recipe
+
+    def cpu():  # this process' threads and its finished children (FuxiCTR's Ray workers)
+        return sum(u.ru_utime + u.ru_stime for u in map(resource.getrusage, (resource.RUSAGE_SELF,
+                                                                             resource.RUSAGE_CHILDREN)))
+
+    source = zoo.recipes.DataSource(spec["csv"], spec=spec["spec"], seed=spec["seed"])
+    started, cpu_started = time.perf_counter(), cpu()
+    source.load("train")  # the engine's build of the fresh cache (train() then reads it)
+    prep_cpu, prep_wall = cpu() - cpu_started, time.perf_counter() - started
+    recipe = get_recipe("suan", early_stopping_patience=spec["epochs"])  # the best of all epochs, none cut short
+    result = zoo.recipes.train("deepfm", source, spec["out"], recipe=recipe, epochs=spec["epochs"], batch_size=1024,
+                               hyperparameters=SIZES, log=None)
+    return {"val_auc": [float(v) for v in result["history"]["val_auc"]], "kept_epoch": result["kept_epoch"],
+            "auc": result["metrics"]["test_auc"], "logloss": result["metrics"]["test_logloss"],
+            "prep_cpu_s": prep_cpu, "prep_s": prep_wall, "parameters": int(result["model"].count_params()),
+            "backend": keras.backend.backend(),
+            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def fuxictr_cell(spec):
+    """Runs in FuxiCTR's environment (imports no zoo code): its DeepFM from the three CSV files."""
+    import logging
+    import resource
+
+    import polars as pl
+    import torch
+    from fuxictr.features import FeatureMap
+    from fuxictr.preprocess import FeatureProcessor, build_dataset
+    from fuxictr.pytorch.dataloaders import RankDataLoader
+    from fuxictr.pytorch.torch_utils import seed_everything
+
+    logging.basicConfig(level=logging.WARNING)
+    sys.path.insert(0, spec["folder"])
+    import src  # FuxiCTR's model_zoo/DeepFM/DeepFM_torch/src
+
+    class Processor(FeatureProcessor):
+        def convert_to_bucket(self, name):  # BARS Criteo_x4: x > 2 -> floor(ln(x)^2), else int(x)
+            x = pl.col(name).cast(pl.Float64)
+            return pl.when(x > 2).then((x.log() ** 2).floor()).otherwise(x).cast(pl.Int64).cast(pl.String)
+
+    Processor.__qualname__ = "Processor"  # FuxiCTR pickles its processor: a module-level name
+    globals()["Processor"] = Processor
+
+    def cpu():  # this process' threads and its finished children (FuxiCTR's Ray workers)
+        return sum(u.ru_utime + u.ru_stime for u in map(resource.getrusage, (resource.RUSAGE_SELF,
+                                                                             resource.RUSAGE_CHILDREN)))
+
+    data_root, dataset_id = spec["dir"], "zoo_criteo"
+    feature_cols = [{"name": NUMERIC, "active": True, "dtype": "float", "type": "categorical",
+                     "preprocess": "convert_to_bucket", "fill_na": 0.0},
+                    {"name": CATEGORICAL, "active": True, "dtype": "str", "type": "categorical"}]
+    label_col = {"name": "label", "dtype": "float"}
+    params = {
+        "model_id": "DeepFM_zoo", "gpu": -1, "loss": "binary_crossentropy", "metrics": ["logloss", "AUC"],
+        "task": "binary_classification", "optimizer": "adam", "learning_rate": 1e-3, "embedding_regularizer": 0,
+        "net_regularizer": 0, "batch_size": 1024, "epochs": spec["epochs"], "shuffle": True, "seed": spec["seed"],
+        "monitor": "AUC", "monitor_mode": "max", "early_stop_patience": spec["epochs"], "save_best_only": True,
+        "model_root": str(Path(data_root) / "checkpoints"), "verbose": 0, "data_format": "csv",
+        "data_root": data_root, "dataset_id": dataset_id, "feature_cols": feature_cols, "label_col": label_col,
+        "train_data": spec["csv"]["train"], "valid_data": spec["csv"]["valid"], "test_data": spec["csv"]["test"],
+        "min_categr_count": 10, "embedding_dim": 16, "hidden_units": list(SIZES["mlp_units"]),
+        "hidden_activations": "Dice", "batch_norm": True, "net_dropout": 0,
+    }
+    (Path(params["model_root"]) / dataset_id).mkdir(parents=True, exist_ok=True)
+    seed_everything(seed=params["seed"])
+    started, cpu_started = time.perf_counter(), cpu()
+    processor = Processor(feature_cols=feature_cols, label_col=label_col, dataset_id=dataset_id, data_root=data_root)
+    params["train_data"], params["valid_data"], params["test_data"] = build_dataset(
+        processor, train_data=params["train_data"], valid_data=params["valid_data"], test_data=params["test_data"],
+        min_categr_count=10)
+    prep_cpu, prep_wall = cpu() - cpu_started, time.perf_counter() - started
+    feature_map = FeatureMap(dataset_id, str(Path(data_root) / dataset_id))
+    feature_map.load(str(Path(data_root) / dataset_id / "feature_map.json"), params)
+    model = src.DeepFM(feature_map, **params)
+
+    def generators(stage):
+        made = RankDataLoader(feature_map, stage=stage, **params)
+        return made.make_iterator() if hasattr(made, "make_iterator") else made
+
+    train_gen, valid_gen = generators("train")
+    validation, evaluate = [], model.evaluate
+
+    def evaluate_and_record(*args, **kwargs):
+        logs = evaluate(*args, **kwargs)
+        validation.append(float(logs["AUC"]))
+        return logs
+
+    model.evaluate = evaluate_and_record
+    model.fit(train_gen, validation_data=valid_gen, **params)
+    model.evaluate = evaluate
+    metrics = model.evaluate(generators("test"))
+    return {"val_auc": validation, "kept_epoch": max(range(len(validation)), key=validation.__getitem__) + 1,
+            "auc": float(metrics["AUC"]), "logloss": float(metrics["logloss"]), "prep_cpu_s": prep_cpu,
+            "prep_s": prep_wall, "parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
+            "torch_threads": torch.get_num_threads(),
+            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def run_cell(command, env):
+    started = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode != 0 or not lines:
+        return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1][-300:]}
+    return dict(json.loads(lines[-1][len("RESULT "):]), whole_s=time.perf_counter() - started)
+
+
+def table(cells, sides, epochs):
+    def spread(values, form=".4f"):
+        values = list(values)
+        sd = statistics.stdev(values) if len(values) > 1 else 0.0
+        return f"{statistics.mean(values):{form}} ± {sd:{form}}"
+
+    lines = ["| side | " + " | ".join(f"val AUC epoch {e + 1}" for e in range(epochs))
+             + " | kept epoch | test AUC | test LogLoss | whole s | prep CPU-s | peak MB | seeds |",
+             "|---" * (epochs + 8) + "|"]
+    for side in sides:
+        done = [c for c in cells if c["side"] == side and "error" not in c]
+        if not done:
+            continue
+        per_epoch = [spread(c["val_auc"][e] for c in done if len(c["val_auc"]) > e) for e in range(epochs)]
+        lines.append(f"| {side} | " + " | ".join(per_epoch) + f" | {', '.join(str(c['kept_epoch']) for c in done)} | "
+                     f"{spread(c['auc'] for c in done)} | {spread(c['logloss'] for c in done)} | "
+                     f"{spread((c['whole_s'] for c in done), '.1f')} | {spread((c['prep_cpu_s'] for c in done), '.1f')} | "
+                     f"{spread((c['peak_mb'] for c in done), ',.0f')} | {len(done)} |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=300_000)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--backends", nargs="+", default=["tensorflow", "jax", "torch"])
+    parser.add_argument("--fuxictr-python", help="an interpreter where `import fuxictr` works")
+    parser.add_argument("--fuxictr-zoo", help="FuxiCTR's model_zoo folder")
+    parser.add_argument("--out", default="runs/vs_fuxictr_criteo", help="cells.jsonl and table.md (resumable)")
+    parser.add_argument("--zoo-cell", help=argparse.SUPPRESS)
+    parser.add_argument("--fuxictr-cell", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.zoo_cell or args.fuxictr_cell:
+        result = zoo_cell(json.loads(args.zoo_cell)) if args.zoo_cell else fuxictr_cell(json.loads(args.fuxictr_cell))
+        print("RESULT " + json.dumps(result), flush=True)
+        return
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    record = out / "cells.jsonl"
+    cells = [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
+    done = {(c["side"], c["seed"], c["rows"]) for c in cells if "error" not in c}
+    sides = [f"zoo {b}" for b in args.backends] + (["FuxiCTR"] if args.fuxictr_python else [])
+    with tempfile.TemporaryDirectory(prefix="zoo-criteo-") as scratch:
+        csv = str(Path(scratch) / "rows.csv")
+        write_rows(csv, args.rows)
+        spec_path = str(Path(scratch) / "spec.json")
+        Path(spec_path).write_text(json.dumps(zoo_spec()))
+        parts, _ = split_files(csv, scratch)
+        for seed in args.seeds:
+            for side in sides:
+                if (side, seed, args.rows) in done:
+                    continue
+                work = Path(scratch) / f"{side.replace(' ', '_')}{seed}"
+                shutil.rmtree(work, ignore_errors=True)
+                work.mkdir()
+                if side == "FuxiCTR":
+                    cell = {"csv": parts, "dir": str(work), "epochs": args.epochs, "seed": seed,
+                            "folder": str((Path(args.fuxictr_zoo) / "DeepFM" / "DeepFM_torch").resolve())}
+                    result = run_cell([args.fuxictr_python, __file__, "--fuxictr-cell", json.dumps(cell)],
+                                      dict(os.environ, PYTHONPATH="", OMP_WAIT_POLICY="PASSIVE"))
+                else:
+                    cell = {"csv": csv, "spec": spec_path, "out": str(work / "run"), "epochs": args.epochs,
+                            "seed": seed}
+                    env = dict(os.environ, KERAS_BACKEND=side.split()[1], TF_CPP_MIN_LOG_LEVEL="3",
+                               PYTHONPATH=str(ROOT), ZOO_DATA_CACHE=str(work / "cache"))
+                    result = run_cell([sys.executable, __file__, "--zoo-cell", json.dumps(cell)], env)
+                result = {"side": side, "seed": seed, "rows": args.rows, **result}
+                print(json.dumps(result), flush=True)
+                with open(record, "a") as file:
+                    file.write(json.dumps(result) + "\n")
+                cells.append(result)
+                shutil.rmtree(work, ignore_errors=True)
+    text = table([c for c in cells if c["rows"] == args.rows], sides, args.epochs)
+    (out / "table.md").write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
