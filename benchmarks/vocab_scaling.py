@@ -22,12 +22,14 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+from cell_log import CellLog, run_cell  # noqa: E402  (benchmarks/)
+
 FIELDS, DIM, SMALL_ROWS = 8, 16, 10_000
 
 
@@ -103,11 +105,8 @@ def main():
         sys.path.insert(0, str(HERE))
         print("RESULT " + json.dumps(cell(json.loads(args.cell))), flush=True)
         return
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    record = out / "cells.jsonl"
-    cells = [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
-    done = {(c["backend"], c["rows"], c["variant"], c["batch_size"]) for c in cells if "error" not in c}
+    log = CellLog(args.out)
+    done = log.done("backend", "rows", "variant", "batch_size")
     for backend in args.backends:
         for rows in args.rows:
             for variant in ("dense", "sparse"):
@@ -116,19 +115,12 @@ def main():
                 spec = {"rows": rows, "variant": variant, "steps": args.steps, "warmup": args.warmup,
                         "batch_size": args.batch_size}
                 env = dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
-                run = subprocess.run([sys.executable, __file__, "--cell", json.dumps(spec)], env=env,
-                                     capture_output=True, text=True)
-                lines = [line for line in run.stdout.splitlines() if line.startswith("RESULT ")]
-                result = (json.loads(lines[-1][len("RESULT "):]) if run.returncode == 0 and lines else
-                          {"error": (run.stderr.strip().splitlines() or ["no output"])[-1][-300:]})
+                result = run_cell([sys.executable, __file__, "--cell", json.dumps(spec)], env)
                 result = {"backend": backend, "rows": rows, "variant": variant, "batch_size": args.batch_size,
                           **result}
-                print(json.dumps({k: v for k, v in result.items() if k != "step_ms"}), flush=True)
-                with open(record, "a") as file:
-                    file.write(json.dumps(result) + "\n")
-                cells.append(result)
-    text = table([c for c in cells if c["batch_size"] == args.batch_size], args.backends, sorted(set(args.rows)))
-    (out / "table.md").write_text(text + "\n")
+                log.add(result, shown=set(result) - {"step_ms"})
+    text = table([c for c in log.cells if c["batch_size"] == args.batch_size], args.backends, sorted(set(args.rows)))
+    (log.out / "table.md").write_text(text + "\n")
     print(text)
 
 

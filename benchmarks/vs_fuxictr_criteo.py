@@ -10,7 +10,8 @@ logit = -1.1 + the sum over the categorical fields of a per-value effect (N(0, 0
 most frequent values; the rarer share one effect each) + 0.15 * log1p(I1..I4) + a C1 x C2 interaction, so
 that a model can learn something (~26% positives). The file is split by row order, 80/10/10; FuxiCTR reads
 the three slices as its train/valid/test files, the zoo the one file with that split in its data spec.
-Generating and slicing are not timed.
+Generating and slicing are not timed. FuxiCTR clips the gradients' global norm at 10 (its BaseModel's
+max_gradient_norm); the zoo's recipes do not clip, and --clip-backends adds zoo sides that do.
 
 Preprocessing, the same on both sides (BARS' Criteo_x4, FuxiCTR's benchmark): a missing count -> 0, a
 count x > 2 -> floor(ln(x)^2), else int(x), used as a category; categories seen fewer than 10 times in
@@ -30,7 +31,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -38,6 +38,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+from cell_log import CellLog, run_cell  # noqa: E402  (benchmarks/; standard library only, as FuxiCTR's side needs)
 NUMERIC = [f"I{i}" for i in range(1, 14)]
 CATEGORICAL = [f"C{i}" for i in range(1, 27)]
 CARDINALITY = [1_000, 500, 200_000, 100_000, 300, 24, 12_000, 600, 3, 50_000, 5_000, 150_000, 3_000, 27, 10_000,
@@ -110,7 +112,8 @@ def zoo_cell(spec):
     started, cpu_started = time.perf_counter(), cpu()
     source.load("train")  # the engine's build of the fresh cache (train() then reads it)
     prep_cpu, prep_wall = cpu() - cpu_started, time.perf_counter() - started
-    recipe = get_recipe("suan", early_stopping_patience=spec["epochs"])  # the best of all epochs, none cut short
+    recipe = get_recipe("suan", early_stopping_patience=spec["epochs"],  # the best of all epochs, none cut short
+                        clipnorm=spec.get("clipnorm"))  # (a side's variant: the global norm clipped as FuxiCTR's)
     result = zoo.recipes.train("deepfm", source, spec["out"], recipe=recipe, epochs=spec["epochs"], batch_size=1024,
                                hyperparameters=SIZES, log=None)
     return {"val_auc": [float(v) for v in result["history"]["val_auc"]], "kept_epoch": result["kept_epoch"],
@@ -199,15 +202,6 @@ def fuxictr_cell(spec):
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
-def run_cell(command, env):
-    started = time.perf_counter()
-    done = subprocess.run(command, env=env, capture_output=True, text=True)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    if done.returncode != 0 or not lines:
-        return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1][-300:]}
-    return dict(json.loads(lines[-1][len("RESULT "):]), whole_s=time.perf_counter() - started)
-
-
 def table(cells, sides, epochs):
     def spread(values, form=".4f"):
         values = list(values)
@@ -235,6 +229,9 @@ def main():
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--backends", nargs="+", default=["tensorflow", "jax", "torch"])
+    parser.add_argument("--clip-backends", nargs="*", default=[], metavar="BACKEND",
+                        help="also run the zoo on these backends with the gradients' global norm clipped at 10 "
+                        "(FuxiCTR's max_gradient_norm), as sides 'zoo BACKEND, clip 10'")
     parser.add_argument("--fuxictr-python", help="an interpreter where `import fuxictr` works")
     parser.add_argument("--fuxictr-zoo", help="FuxiCTR's model_zoo folder")
     parser.add_argument("--out", default="runs/vs_fuxictr_criteo", help="cells.jsonl and table.md (resumable)")
@@ -245,12 +242,10 @@ def main():
         result = zoo_cell(json.loads(args.zoo_cell)) if args.zoo_cell else fuxictr_cell(json.loads(args.fuxictr_cell))
         print("RESULT " + json.dumps(result), flush=True)
         return
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    record = out / "cells.jsonl"
-    cells = [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
-    done = {(c["side"], c["seed"], c["rows"]) for c in cells if "error" not in c}
-    sides = [f"zoo {b}" for b in args.backends] + (["FuxiCTR"] if args.fuxictr_python else [])
+    log = CellLog(args.out)
+    done = log.done("side", "seed", "rows")
+    sides = ([f"zoo {b}" for b in args.backends] + [f"zoo {b}, clip 10" for b in args.clip_backends]
+             + (["FuxiCTR"] if args.fuxictr_python else []))
     with tempfile.TemporaryDirectory(prefix="zoo-criteo-") as scratch:
         csv = str(Path(scratch) / "rows.csv")
         write_rows(csv, args.rows)
@@ -261,7 +256,7 @@ def main():
             for side in sides:
                 if (side, seed, args.rows) in done:
                     continue
-                work = Path(scratch) / f"{side.replace(' ', '_')}{seed}"
+                work = Path(scratch) / f"{side.replace(' ', '_').replace(',', '')}{seed}"
                 shutil.rmtree(work, ignore_errors=True)
                 work.mkdir()
                 if side == "FuxiCTR":
@@ -271,18 +266,14 @@ def main():
                                       dict(os.environ, PYTHONPATH="", OMP_WAIT_POLICY="PASSIVE"))
                 else:
                     cell = {"csv": csv, "spec": spec_path, "out": str(work / "run"), "epochs": args.epochs,
-                            "seed": seed}
-                    env = dict(os.environ, KERAS_BACKEND=side.split()[1], TF_CPP_MIN_LOG_LEVEL="3",
+                            "seed": seed, "clipnorm": 10.0 if side.endswith("clip 10") else None}
+                    env = dict(os.environ, KERAS_BACKEND=side.split()[1].rstrip(","), TF_CPP_MIN_LOG_LEVEL="3",
                                PYTHONPATH=str(ROOT), ZOO_DATA_CACHE=str(work / "cache"))
                     result = run_cell([sys.executable, __file__, "--zoo-cell", json.dumps(cell)], env)
-                result = {"side": side, "seed": seed, "rows": args.rows, **result}
-                print(json.dumps(result), flush=True)
-                with open(record, "a") as file:
-                    file.write(json.dumps(result) + "\n")
-                cells.append(result)
+                log.add({"side": side, "seed": seed, "rows": args.rows, **result})
                 shutil.rmtree(work, ignore_errors=True)
-    text = table([c for c in cells if c["rows"] == args.rows], sides, args.epochs)
-    (out / "table.md").write_text(text + "\n")
+    text = table([c for c in log.cells if c["rows"] == args.rows], sides, args.epochs)
+    (log.out / "table.md").write_text(text + "\n")
     print(text)
 
 

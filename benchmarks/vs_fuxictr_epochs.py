@@ -32,13 +32,14 @@ import importlib
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+from cell_log import CellLog, run_cell  # noqa: E402  (benchmarks/)
 VARIANTS = {  # side -> the settings it fixes (absent: the zoo's own default)
     "zoo": {},
     "U(±0.05)": {"init": "uniform"},
@@ -99,14 +100,6 @@ def zoo_cell(spec):
             "logloss": report["logloss"]}
 
 
-def run_cell(command, env):
-    done = subprocess.run(command, env=env, capture_output=True, text=True)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    if done.returncode != 0 or not lines:
-        return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1][-300:]}
-    return json.loads(lines[-1][len("RESULT "):])
-
-
 def table(cells, models, sides, epochs):
     def spread(values):
         return f"{statistics.mean(values):.4f} ± {statistics.stdev(values) if len(values) > 1 else 0:.4f}"
@@ -144,11 +137,8 @@ def main():
         return
     import vs_fuxictr
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    record = out / "cells.jsonl"
-    cells = [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
-    done = {(c["model"], c["side"], c["seed"]) for c in cells if "error" not in c}
+    log = CellLog(args.out)
+    done = log.done("model", "side", "seed")
     sides = list(args.variants) + (["FuxiCTR"] if args.fuxictr_python else [])
     zoo_env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT))
     with tempfile.TemporaryDirectory(prefix="zoo-epochs-") as scratch:
@@ -177,12 +167,9 @@ def main():
                         result = run_cell([sys.executable, __file__, "--cell", json.dumps(cell)], zoo_env)
                     result = {"model": model, "side": side, "seed": seed,
                               **{k: result[k] for k in ("val_auc", "auc", "logloss", "error") if k in result}}
-                    print(json.dumps(result), flush=True)
-                    with open(record, "a") as file:
-                        file.write(json.dumps(result) + "\n")
-                    cells.append(result)
-    text = table(cells, args.models, sides, args.epochs)
-    (out / "table.md").write_text(text + "\n")
+                    log.add(result)
+    text = table(log.cells, args.models, sides, args.epochs)
+    (log.out / "table.md").write_text(text + "\n")
     print(text)
 
 

@@ -54,7 +54,9 @@ class _BackupAndRestore(keras.callbacks.BackupAndRestore):
 
 def make_optimizer(recipe, total_steps=None):
     rate = learning_rate_schedule(recipe, total_steps)
-    common = dict(learning_rate=rate, beta_1=recipe.beta_1, beta_2=recipe.beta_2, clipnorm=recipe.clipnorm)
+    # the papers' clipping is PyTorch's clip_grad_norm_ over all parameters: Keras' global_clipnorm (its
+    # `clipnorm` clips each variable's gradient by its own norm)
+    common = dict(learning_rate=rate, beta_1=recipe.beta_1, beta_2=recipe.beta_2, global_clipnorm=recipe.clipnorm)
     if recipe.table_update is not None:  # tables updated at the rows a batch touches; AdamW's decay skips them
         from zoo.recipes.sparse_table_adam import SparseTableAdam
 

@@ -1,4 +1,5 @@
 import contextlib
+import weakref
 
 import keras
 from keras import ops
@@ -79,7 +80,8 @@ class SparseTableAdam(keras.optimizers.Adam):
         self._tables = {i for i, table in enumerate(tables) if table}
         for variable, table in zip(var_list, tables):
             if table:
-                variable.sparse_rows = True  # gather_rows gives it a sparse gradient under torch
+                variable.sparse_rows = weakref.ref(self)  # while this optimizer lives, gather_rows gives it a
+                # sparse gradient under torch (a dense optimizer compiled in its place gets dense ones again)
         self.exclude_from_weight_decay(var_list=[v for v, table in zip(var_list, tables) if table])
 
     def _variables_for(self, variables, names):

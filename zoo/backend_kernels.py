@@ -42,7 +42,8 @@ def gather_rows(table, ids):
     weights = ops.convert_to_tensor(table.embeddings)
     index = ops.cast(ops.reshape(ids, (-1,)), "int64")  # with int32 ids index_add_ takes a 5x slower path
     index = ops.where(index < 0, index + weights.shape[0], index)
-    if getattr(table.embeddings, "sparse_rows", False):
+    owner = getattr(table.embeddings, "sparse_rows", None)  # the SparseTableAdam that updates it by rows
+    if owner is not None and owner() is not None:
         rows = torch.nn.functional.embedding(index, weights, sparse=True).reshape(*ids.shape, weights.shape[-1])
     else:
         rows = torch.index_select(weights, 0, index).reshape(*ids.shape, weights.shape[-1])
@@ -132,5 +133,7 @@ def jax_rows_train_step(model, state, data):
 
 
 def uses_row_steps(model):
-    """Whether `model`'s JAX train step should be jax_rows_train_step (a SparseTableAdam with tables)."""
-    return keras.backend.backend() == "jax" and bool(getattr(getattr(model, "optimizer", None), "_tables", None))
+    """Whether `model`'s JAX train step should be jax_rows_train_step (a SparseTableAdam with tables, and no
+    keras.distribution: a sharded table takes the rule over every row, the same results at the dense cost)."""
+    return (keras.backend.backend() == "jax" and keras.distribution.distribution() is None
+            and bool(getattr(getattr(model, "optimizer", None), "_tables", None)))

@@ -1,0 +1,38 @@
+"""Resumable benchmark cells (standard library only): each cell runs in its own process, which prints its
+result as one line `RESULT {json}`; each result is a line of OUT/cells.jsonl, and a rerun skips the cells
+already there."""
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+
+class CellLog:
+    """OUT/cells.jsonl: the cells run so far (`cells`), `done(*fields)` the keys of those that did not fail,
+    `add(result)` prints one and appends it."""
+
+    def __init__(self, out):
+        self.out = Path(out)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.record = self.out / "cells.jsonl"
+        self.cells = [json.loads(line) for line in self.record.read_text().splitlines()] if self.record.exists() else []
+
+    def done(self, *fields):
+        return {tuple(c[f] for f in fields) for c in self.cells if "error" not in c}
+
+    def add(self, result, shown=None):
+        print(json.dumps({k: v for k, v in result.items() if shown is None or k in shown}), flush=True)
+        with open(self.record, "a") as file:
+            file.write(json.dumps(result) + "\n")
+        self.cells.append(result)
+
+
+def run_cell(command, env):
+    """The `RESULT` of `command` run with `env`, with its wall time `whole_s`, or {"error": its last line}."""
+    started = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode != 0 or not lines:
+        return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1][-300:]}
+    return dict(json.loads(lines[-1][len("RESULT "):]), whole_s=time.perf_counter() - started)
