@@ -113,7 +113,8 @@ def zoo_cell(spec):
     source.load("train")  # the engine's build of the fresh cache (train() then reads it)
     prep_cpu, prep_wall = cpu() - cpu_started, time.perf_counter() - started
     recipe = get_recipe("suan", early_stopping_patience=spec["epochs"],  # the best of all epochs, none cut short
-                        clipnorm=spec.get("clipnorm"))  # (a side's variant: the global norm clipped as FuxiCTR's)
+                        clipnorm=spec.get("clipnorm"),  # (a side's variant: the global norm clipped as FuxiCTR's,
+                        table_update=spec.get("table_update"))  # or the tables updated by rows)
     result = zoo.recipes.train("deepfm", source, spec["out"], recipe=recipe, epochs=spec["epochs"], batch_size=1024,
                                hyperparameters=SIZES, log=None)
     return {"val_auc": [float(v) for v in result["history"]["val_auc"]], "kept_epoch": result["kept_epoch"],
@@ -228,7 +229,10 @@ def main():
     parser.add_argument("--rows", type=int, default=300_000)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--epochs", type=int, default=3)
-    parser.add_argument("--backends", nargs="+", default=["tensorflow", "jax", "torch"])
+    parser.add_argument("--backends", nargs="*", default=["tensorflow", "jax", "torch"])
+    parser.add_argument("--lazy-backends", nargs="*", default=[], metavar="BACKEND",
+                        help="also run the zoo on these backends with table_update='lazy_adam' (the tables updated at "
+                        "the rows a batch touches), as sides 'zoo BACKEND, lazy Adam'")
     parser.add_argument("--clip-backends", nargs="*", default=[], metavar="BACKEND",
                         help="also run the zoo on these backends with the gradients' global norm clipped at 10 "
                         "(FuxiCTR's max_gradient_norm), as sides 'zoo BACKEND, clip 10'")
@@ -245,6 +249,7 @@ def main():
     log = CellLog(args.out)
     done = log.done("side", "seed", "rows")
     sides = ([f"zoo {b}" for b in args.backends] + [f"zoo {b}, clip 10" for b in args.clip_backends]
+             + [f"zoo {b}, lazy Adam" for b in args.lazy_backends]
              + (["FuxiCTR"] if args.fuxictr_python else []))
     with tempfile.TemporaryDirectory(prefix="zoo-criteo-") as scratch:
         csv = str(Path(scratch) / "rows.csv")
@@ -266,7 +271,8 @@ def main():
                                       dict(os.environ, PYTHONPATH="", OMP_WAIT_POLICY="PASSIVE"))
                 else:
                     cell = {"csv": csv, "spec": spec_path, "out": str(work / "run"), "epochs": args.epochs,
-                            "seed": seed, "clipnorm": 10.0 if side.endswith("clip 10") else None}
+                            "seed": seed, "clipnorm": 10.0 if side.endswith("clip 10") else None,
+                            "table_update": "lazy_adam" if side.endswith("lazy Adam") else None}
                     env = dict(os.environ, KERAS_BACKEND=side.split()[1].rstrip(","), TF_CPP_MIN_LOG_LEVEL="3",
                                PYTHONPATH=str(ROOT), ZOO_DATA_CACHE=str(work / "cache"))
                     result = run_cell([sys.executable, __file__, "--zoo-cell", json.dumps(cell)], env)

@@ -202,8 +202,10 @@ def _join(parts):
             for key in KEYS}
     data["labeled"] = all(part["labeled"] for part in parts)
     first = parts[0] if parts else {"text": {}, "numeric": {}, "list": {}}
-    data["text"] = {name: pa.chunked_array([part["text"][name] for part in parts], pa.string())
-                    for name in first["text"]}
+    names = list(dict.fromkeys(name for part in parts for name in part["text"]))  # (a label's text: labelled files)
+    data["text"] = {name: pa.chunked_array([part["text"][name] if name in part["text"] else
+                                            pa.nulls(len(part["line"]), pa.string()) for part in parts], pa.string())
+                    for name in names}
     data["numeric"] = {name: np.concatenate([part["numeric"][name] for part in parts]) for name in first["numeric"]}
     data["list"] = {name: tuple(np.concatenate([part["list"][name][i] for part in parts]) for i in (0, 1))
                     for name in first["list"]}

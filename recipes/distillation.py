@@ -62,6 +62,11 @@ class OnlineDistillation(keras.Model):
             "teacher": self.teacher_logit(features, training=training),
         }
 
+    def compile(self, *args, **kwargs):
+        """keras.Model.compile; a SparseTableAdam compiled before no longer gives its tables sparse gradients."""
+        backend_kernels.clear_row_markers(self)
+        return super().compile(*args, **kwargs)
+
     def train_step(self, *args, **kwargs):
         """Keras' train step; under JAX with SparseTableAdam, the row-sparse one (zoo.backend_kernels)."""
         if backend_kernels.uses_row_steps(self):

@@ -127,6 +127,11 @@ class ReSTTrainer(keras.Model):
         self.align_weight = align_weight
         self.aux_units = aux_units
 
+    def compile(self, *args, **kwargs):
+        """keras.Model.compile; a SparseTableAdam compiled before no longer gives its tables sparse gradients."""
+        backend_kernels.clear_row_markers(self)
+        return super().compile(*args, **kwargs)
+
     def train_step(self, *args, **kwargs):
         """Keras' train step; under JAX with SparseTableAdam, the row-sparse one (zoo.backend_kernels)."""
         if backend_kernels.uses_row_steps(self):

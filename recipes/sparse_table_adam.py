@@ -60,6 +60,9 @@ class SparseTableAdam(keras.optimizers.Adam):
             raise ZooError(f"table_update is {table_update!r}; it must be one of {', '.join(TABLE_UPDATES)}")
         if kwargs.get("amsgrad"):
             raise ZooError("SparseTableAdam: amsgrad is not supported")
+        if kwargs.get("gradient_accumulation_steps"):
+            raise ZooError("SparseTableAdam: gradient_accumulation_steps is not supported (an accumulator holds "
+                           "every row of a table); use a larger batch")
         super().__init__(learning_rate=learning_rate, **kwargs)
         self._row_ids = None  # {table index: the rows its gradient holds} during a JAX row step
         self.table_update = table_update
@@ -78,11 +81,16 @@ class SparseTableAdam(keras.optimizers.Adam):
             (v.shape[0],), initializer="zeros", dtype=v.dtype, name=f"{v.path.replace('/', '_')}_rowwise_accumulator")
             for v in rowwise]
         self._tables = {i for i, table in enumerate(tables) if table}
+        if self._tables and keras.backend.backend() == "torch" and keras.config.dtype_policy().name == "mixed_float16":
+            raise ZooError("SparseTableAdam under torch with mixed_float16: the loss scale's check cannot read sparse "
+                           "gradients; use mixed_bfloat16 (no loss scale) or TensorFlow or JAX")
         for variable, table in zip(var_list, tables):
             if table:
                 variable.sparse_rows = weakref.ref(self)  # while this optimizer lives, gather_rows gives it a
                 # sparse gradient under torch (a dense optimizer compiled in its place gets dense ones again)
-        self.exclude_from_weight_decay(var_list=[v for v, table in zip(var_list, tables) if table])
+        # (added to what the caller excluded: Keras' exclude_from_weight_decay replaces its set)
+        self._exclude_from_weight_decay = set(getattr(self, "_exclude_from_weight_decay", set())) | {
+            self._var_key(v) for v, table in zip(var_list, tables) if table}
 
     def _variables_for(self, variables, names):
         lists = tuple([] for _ in names)

@@ -5,7 +5,10 @@ than an equivalent it has, the layer calls a function here, which gives the kera
 other backend.
 """
 
+import threading
+
 import keras
+import numpy as np
 from keras import ops
 
 
@@ -24,7 +27,7 @@ def gather_rows(table, ids):
     its gradient is then a sparse tensor of the batch's rows, not a dense [V, d] one.
     """
     backend = keras.backend.backend()
-    if backend == "jax" and _ROW_SLABS:
+    if backend == "jax" and getattr(_ROW_SLABS, "slabs", None):
         rows = _slab_rows(table, ids)
         if rows is not None:
             return rows
@@ -36,7 +39,11 @@ def gather_rows(table, ids):
         import tensorflow as tf
 
         ids = tf.where(ids < 0, ids + tf.cast(table.input_dim, ids.dtype), ids)  # negative ids wrap, as ops.take's
-        return ops.cast(tf.gather(table.embeddings.value, ids), table.compute_dtype)
+        from keras.src.backend.common.variables import AutocastScope
+
+        with AutocastScope(None):  # the variable itself (under mixed precision .value is a cast of the whole table)
+            rows = tf.gather(table.embeddings.value, ids)
+        return ops.cast(rows, table.compute_dtype)
     import torch
 
     weights = ops.convert_to_tensor(table.embeddings)
@@ -51,12 +58,13 @@ def gather_rows(table, ids):
 
 
 # --------------------------------------------------------------------------- JAX: row-sparse table steps
-_ROW_SLABS = {}  # id(table variable) -> (the batch's distinct ids [N], their rows [N, d]) while a step traces
+_ROW_SLABS = threading.local()  # .slabs: {id(table variable): (the batch's distinct ids [N], their rows [N, d])}
+# while this thread traces a row step
 
 
 def _slab_rows(table, ids):
     """The rows at `ids` from the slab of the batch's distinct rows (jax_rows_train_step), or None."""
-    slab = _ROW_SLABS.get(id(table.embeddings))
+    slab = _ROW_SLABS.slabs.get(id(table.embeddings))
     if slab is None:
         return None
     import jax.numpy as jnp
@@ -73,7 +81,7 @@ def row_plan(model, x):
     updates by rows (SparseTableAdam's tables) and that are looked up only at the ids of those batch keys."""
     from zoo.layers.feature_embedding import FeatureEmbedding
 
-    tables = getattr(model.optimizer, "_tables", None) or set()
+    tables = getattr(_row_optimizer(model), "_tables", None) or set()
     index = {id(v): i for i, v in enumerate(model.trainable_variables)}
     plan = {}
     for layer in model._flatten_layers(include_self=False):
@@ -86,7 +94,9 @@ def row_plan(model, x):
             i = index.get(id(table.embeddings))
             if i is not None and i in tables:
                 plan.setdefault(i, []).append(feature.key)
-    return plan
+    # a table with no more rows than the batch looks up costs no more updated whole (the rule over every row)
+    lookups = {i: sum(int(np.prod(x[k].shape)) for k in keys) for i, keys in plan.items()}
+    return {i: keys for i, keys in plan.items() if model.trainable_variables[i].shape[0] > lookups[i]}
 
 
 def jax_rows_train_step(model, state, data):
@@ -103,29 +113,30 @@ def jax_rows_train_step(model, state, data):
     trainable, non_trainable, optimizer_variables, metrics_variables = state
     x, y, sample_weight = data_adapter_utils.unpack_x_y_sample_weight(data)
     plan = row_plan(model, x)
+    optimizer = _row_optimizer(model)
     variables = model.trainable_variables
     distinct, slabs = {}, {}
     for i, keys in plan.items():
         size = variables[i].shape[0]
         ids = jnp.concatenate([jnp.reshape(x[k], (-1,)).astype("int32") for k in keys])
         ids = jnp.where(ids < 0, ids + size, ids)
-        distinct[i] = jnp.unique(ids, size=ids.shape[0], fill_value=size)  # sorted; padded with V
+        distinct[i] = jnp.unique(ids, size=min(ids.shape[0], size), fill_value=size)  # sorted; padded with V
         slabs[i] = jnp.take(trainable[i], distinct[i], axis=0, mode="fill", fill_value=0)
 
     def loss(dense, slabs):
         values = [trainable[i] if i in plan else v for i, v in enumerate(dense)]
-        _ROW_SLABS.update({id(variables[i]): (distinct[i], slabs[i]) for i in plan})
+        _ROW_SLABS.slabs = {id(variables[i]): (distinct[i], slabs[i]) for i in plan}
         try:
             return model.compute_loss_and_updates(values, non_trainable, metrics_variables, x, y, sample_weight,
                                                   training=True, optimizer_variables=optimizer_variables)
         finally:
-            _ROW_SLABS.clear()
+            _ROW_SLABS.slabs = None
 
     dense = [None if i in plan else v for i, v in enumerate(trainable)]
     (_, aux), (dense_grads, slab_grads) = jax.value_and_grad(loss, argnums=(0, 1), has_aux=True)(dense, slabs)
     unscaled_loss, y_pred, non_trainable, metrics_variables = aux
     grads = [slab_grads[i] if i in plan else g for i, g in enumerate(dense_grads)]
-    with model.optimizer.row_ids(distinct):
+    with optimizer.row_ids(distinct):
         trainable, optimizer_variables = model.optimizer.stateless_apply(optimizer_variables, grads, trainable)
     logs, metrics_variables = model._update_metrics_variables(metrics_variables, unscaled_loss, x, y, y_pred,
                                                               sample_weight)
@@ -136,4 +147,19 @@ def uses_row_steps(model):
     """Whether `model`'s JAX train step should be jax_rows_train_step (a SparseTableAdam with tables, and no
     keras.distribution: a sharded table takes the rule over every row, the same results at the dense cost)."""
     return (keras.backend.backend() == "jax" and keras.distribution.distribution() is None
-            and bool(getattr(getattr(model, "optimizer", None), "_tables", None)))
+            and bool(getattr(_row_optimizer(model), "_tables", None)))
+
+
+def _row_optimizer(model):
+    """The model's SparseTableAdam, also inside a LossScaleOptimizer (mixed_float16), or None."""
+    optimizer = getattr(model, "optimizer", None)
+    optimizer = getattr(optimizer, "inner_optimizer", optimizer)
+    return optimizer if hasattr(optimizer, "row_ids") else None
+
+
+def clear_row_markers(model):
+    """Forgets which of `model`'s tables a SparseTableAdam updates by rows (a model compiled again with another
+    optimizer gets dense torch gradients again; a SparseTableAdam marks its tables when it is built)."""
+    for variable in model.weights:
+        if getattr(variable, "sparse_rows", None) is not None:
+            variable.sparse_rows = None

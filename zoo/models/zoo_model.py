@@ -148,6 +148,11 @@ class ZooModel(keras.Model):
         return cls(**config)
 
     # ------------------------------------------------------------------ entry points
+    def compile(self, *args, **kwargs):
+        """keras.Model.compile; a SparseTableAdam compiled before no longer gives its tables sparse gradients."""
+        backend_kernels.clear_row_markers(self)
+        return super().compile(*args, **kwargs)
+
     def train_step(self, *args, **kwargs):
         """Keras' train step; under JAX with zoo.recipes.SparseTableAdam, the row-sparse one
         (zoo.backend_kernels.jax_rows_train_step)."""

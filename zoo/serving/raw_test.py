@@ -150,6 +150,26 @@ except tf.errors.InvalidArgumentError as error:
         np.testing.assert_allclose(np.asarray(served["pctr"])[:, 0], [scores[line] for line in lines], atol=1e-5)
         alone_scores = self.keras_scores(model)
         self.assertGreater(max(abs(scores[line] - alone_scores[line]) for line in lines), 1e-4)  # histories count
+        # a request file without the label column (the usual one) and a labelled earlier log: the log's feedback
+        # still reaches the histories, the request file's own earlier rows carry none
+        import csv
+
+        unlabelled = os.path.join(self.folder, "later_unlabelled.csv")
+        with open(self.later) as source, open(unlabelled, "w", newline="") as out:
+            rows = list(csv.DictReader(source))
+            label = self.state["spec"]["label"]["column"]
+            writer = csv.DictWriter(out, [k for k in rows[0] if k != label])
+            writer.writeheader()
+            writer.writerows({k: v for k, v in row.items() if k != label} for row in rows)
+        bare, _ = build_request(self.state, unlabelled, 60, history_from=[self.log])
+        from zoo.datasets.spec import feature_name
+
+        feedback = f"history_{feature_name(label)}"
+        np.testing.assert_array_equal(bare["inputs"]["history_item_id"], body["inputs"]["history_item_id"])
+        given, full = np.asarray(bare["inputs"][feedback]), np.asarray(body["inputs"][feedback])
+        self.assertTrue((given != "").any())
+        np.testing.assert_array_equal(given[given != ""], full[given != ""])
+        self.assertLess((given != "").sum(), (full != "").sum())
         # as strict as the engine: numbers that are not finite are filled and counted, a request time that is
         # not a time stops the call in one line naming the input
         body, _ = build_request(self.state, self.later, 4)

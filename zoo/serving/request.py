@@ -86,7 +86,8 @@ def build_request(state, path, rows, history_from=None):
         if spec.feedback():  # each earlier row's label as the file writes it ("" where the file has none)
             label = text.get(spec.label["column"])
             inputs[f"history_{feature_name(spec.label['column'])}"] = [
-                [str(label[j]) if label is not None else "" for j in h] + [""] * (width - h.size) for h in histories]
+                ["" if label is None or label[j] is None else str(label[j]) for j in h] + [""] * (width - h.size)
+                for h in histories]
         inputs[f"history_{feature_name(spec.time['column'])}"] = [
             [_time_text(time[j], spec.time["format"]) for j in h] + [""] * (width - h.size) for h in histories]
     else:
