@@ -36,3 +36,8 @@ def run_cell(command, env):
     if done.returncode != 0 or not lines:
         return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1][-300:]}
     return dict(json.loads(lines[-1][len("RESULT "):]), whole_s=time.perf_counter() - started)
+
+
+def answer(cell, spec_text):
+    """In a cell's process: runs `cell` on the JSON `spec_text` and prints its result as the `RESULT` line."""
+    print("RESULT " + json.dumps(cell(json.loads(spec_text))), flush=True)

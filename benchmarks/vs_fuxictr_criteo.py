@@ -39,7 +39,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from cell_log import CellLog, run_cell  # noqa: E402  (benchmarks/; standard library only, as FuxiCTR's side needs)
+from cell_log import CellLog, answer, run_cell  # noqa: E402  (benchmarks/; standard library only, as FuxiCTR's side needs)
 NUMERIC = [f"I{i}" for i in range(1, 14)]
 CATEGORICAL = [f"C{i}" for i in range(1, 27)]
 CARDINALITY = [1_000, 500, 200_000, 100_000, 300, 24, 12_000, 600, 3, 50_000, 5_000, 150_000, 3_000, 27, 10_000,
@@ -243,9 +243,7 @@ def main():
     parser.add_argument("--fuxictr-cell", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.zoo_cell or args.fuxictr_cell:
-        result = zoo_cell(json.loads(args.zoo_cell)) if args.zoo_cell else fuxictr_cell(json.loads(args.fuxictr_cell))
-        print("RESULT " + json.dumps(result), flush=True)
-        return
+        return answer(zoo_cell, args.zoo_cell) if args.zoo_cell else answer(fuxictr_cell, args.fuxictr_cell)
     log = CellLog(args.out)
     done = log.done("side", "seed", "rows")
     sides = ([f"zoo {b}" for b in args.backends] + [f"zoo {b}, clip 10" for b in args.clip_backends]

@@ -39,7 +39,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from cell_log import CellLog, run_cell  # noqa: E402  (benchmarks/)
+from cell_log import CellLog, answer, run_cell  # noqa: E402  (benchmarks/)
 VARIANTS = {  # side -> the settings it fixes (absent: the zoo's own default)
     "zoo": {},
     "U(±0.05)": {"init": "uniform"},
@@ -132,9 +132,7 @@ def main():
     parser.add_argument("--cell", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.cell:
-        sys.path.insert(0, str(HERE))
-        print("RESULT " + json.dumps(zoo_cell(json.loads(args.cell))), flush=True)
-        return
+        return answer(zoo_cell, args.cell)
     import vs_fuxictr
 
     log = CellLog(args.out)

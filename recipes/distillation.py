@@ -8,7 +8,7 @@ import zoo.backend_kernels as backend_kernels
 from zoo.errors import ZooError
 
 
-class OnlineDistillation(keras.Model):
+class OnlineDistillation(backend_kernels.RowSteps, keras.Model):
     """Trains a student and a teacher together with SUAN's eq 17:
 
         loss = loss1 + loss2 + lambda * loss3
@@ -61,17 +61,6 @@ class OnlineDistillation(keras.Model):
             "student": self.student_logit(self._student_features(features), training=training),
             "teacher": self.teacher_logit(features, training=training),
         }
-
-    def compile(self, *args, **kwargs):
-        """keras.Model.compile; a SparseTableAdam compiled before no longer gives its tables sparse gradients."""
-        backend_kernels.clear_row_markers(self)
-        return super().compile(*args, **kwargs)
-
-    def train_step(self, *args, **kwargs):
-        """Keras' train step; under JAX with SparseTableAdam, the row-sparse one (zoo.backend_kernels)."""
-        if backend_kernels.uses_row_steps(self):
-            return backend_kernels.jax_rows_train_step(self, *args, **kwargs)
-        return super().train_step(*args, **kwargs)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         z_student, z_teacher = y_pred["student"], y_pred["teacher"]

@@ -82,7 +82,7 @@ def alignment_loss(logits, same_user):
     return ops.mean(ops.softplus(-y * logits))
 
 
-class ReSTTrainer(keras.Model):
+class ReSTTrainer(backend_kernels.RowSteps, keras.Model):
     """Trains a ReST model with L_total = L_ce + λ_seq·L_seq + λ_align·L_align (ReST §2.3).
 
     g_seq (the auxiliary seq-CVR head) reads only sequence-conditioned states: the decoded [CLS] and
@@ -126,17 +126,6 @@ class ReSTTrainer(keras.Model):
         self.seq_weight = seq_weight
         self.align_weight = align_weight
         self.aux_units = aux_units
-
-    def compile(self, *args, **kwargs):
-        """keras.Model.compile; a SparseTableAdam compiled before no longer gives its tables sparse gradients."""
-        backend_kernels.clear_row_markers(self)
-        return super().compile(*args, **kwargs)
-
-    def train_step(self, *args, **kwargs):
-        """Keras' train step; under JAX with SparseTableAdam, the row-sparse one (zoo.backend_kernels)."""
-        if backend_kernels.uses_row_steps(self):
-            return backend_kernels.jax_rows_train_step(self, *args, **kwargs)
-        return super().train_step(*args, **kwargs)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         loss = super().compute_loss(x, y, y_pred["pctr"], sample_weight, training)

@@ -1,4 +1,5 @@
-"""Backend-specific kernels behind keras.ops-only layers: the one place the zoo calls a backend directly.
+"""Backend-specific kernels behind keras.ops-only layers and the row-sparse table step: the one place the zoo
+calls a backend directly.
 
 `layers/` and `zoo/models/` use keras.ops only; where one backend's kernel for a keras op is much slower
 than an equivalent it has, the layer calls a function here, which gives the keras.ops result on every
@@ -163,3 +164,17 @@ def clear_row_markers(model):
     for variable in model.weights:
         if getattr(variable, "sparse_rows", None) is not None:
             variable.sparse_rows = None
+
+
+class RowSteps:
+    """A keras.Model mixin (ZooModel, the recipes' trainers): under JAX with zoo.recipes.SparseTableAdam the
+    train step is jax_rows_train_step; compiling again forgets the tables' torch sparse-gradient markers."""
+
+    def compile(self, *args, **kwargs):
+        clear_row_markers(self)
+        return super().compile(*args, **kwargs)
+
+    def train_step(self, *args, **kwargs):
+        if uses_row_steps(self):
+            return jax_rows_train_step(self, *args, **kwargs)
+        return super().train_step(*args, **kwargs)

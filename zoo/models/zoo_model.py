@@ -39,7 +39,7 @@ def _is_tensor(value):
     return keras.ops.is_tensor(value) or isinstance(value, keras.KerasTensor)
 
 
-class ZooModel(keras.Model):
+class ZooModel(backend_kernels.RowSteps, keras.Model):
     """Base of the zoo's registered models: a functional `keras.Model` built from a Schema.
 
     A subclass builds its graph in `__init__` from plain hyperparameters and calls
@@ -148,18 +148,6 @@ class ZooModel(keras.Model):
         return cls(**config)
 
     # ------------------------------------------------------------------ entry points
-    def compile(self, *args, **kwargs):
-        """keras.Model.compile; a SparseTableAdam compiled before no longer gives its tables sparse gradients."""
-        backend_kernels.clear_row_markers(self)
-        return super().compile(*args, **kwargs)
-
-    def train_step(self, *args, **kwargs):
-        """Keras' train step; under JAX with zoo.recipes.SparseTableAdam, the row-sparse one
-        (zoo.backend_kernels.jax_rows_train_step)."""
-        if backend_kernels.uses_row_steps(self):
-            return backend_kernels.jax_rows_train_step(self, *args, **kwargs)
-        return super().train_step(*args, **kwargs)
-
     def fit(self, x=None, y=None, *args, **kwargs):
         """keras.Model.fit, with its data guarded as `predict`'s is (see `guarded_source`): a bad value in a
         batch is one ZooError line naming the key, never a backend traceback or a silent NaN."""
