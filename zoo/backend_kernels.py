@@ -83,7 +83,8 @@ def row_plan(model, x):
     from zoo.layers.feature_embedding import FeatureEmbedding
 
     tables = getattr(_row_optimizer(model), "_tables", None) or set()
-    index = {id(v): i for i, v in enumerate(model.trainable_variables)}
+    variables = model.trainable_variables  # (a walk over every layer: read once)
+    index = {id(v): i for i, v in enumerate(variables)}
     plan = {}
     for layer in model._flatten_layers(include_self=False):
         if not isinstance(layer, FeatureEmbedding):
@@ -97,7 +98,7 @@ def row_plan(model, x):
                 plan.setdefault(i, []).append(feature.key)
     # a table with no more rows than the batch looks up costs no more updated whole (the rule over every row)
     lookups = {i: sum(int(np.prod(x[k].shape)) for k in keys) for i, keys in plan.items()}
-    return {i: keys for i, keys in plan.items() if model.trainable_variables[i].shape[0] > lookups[i]}
+    return {i: keys for i, keys in plan.items() if variables[i].shape[0] > lookups[i]}
 
 
 def jax_rows_train_step(model, state, data):
