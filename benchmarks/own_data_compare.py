@@ -2,6 +2,8 @@
 
     python benchmarks/own_data_compare.py                       # din bst deepfm lightsuan, 3 seeds
     python benchmarks/own_data_compare.py --models din --seeds 1 --epochs 2
+    python benchmarks/own_data_compare.py --models din --clipnorm 10 --work runs/own_data_clip10 \
+        --table benchmarks/reproduced/own_data_compare_clip10     # DIN with FuxiCTR's clipping (issue #40)
 
 The log is MovieLens-100K (../shared/data/movielens-100k/u.data) written as a team would export its
 impressions: a CSV with a header, string ids ("u196", "m242"), ISO 8601 times and a 0/1 `liked` (rating
@@ -49,6 +51,7 @@ def main(argv=None):
     parser.add_argument("--models", nargs="+", default=["din", "bst", "deepfm", "lightsuan"])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--clipnorm", type=float, help="clip the gradients' global norm (FuxiCTR's 10; default: none)")
     parser.add_argument("--work", default=str(ROOT / "runs" / "own_data_compare"))
     parser.add_argument("--table", default=str(ROOT / "benchmarks" / "reproduced" / "own_data_compare"))
     args = parser.parse_args(argv)
@@ -66,7 +69,7 @@ def main(argv=None):
         spec = zoo.datasets.draft_spec(str(train), label="liked", time="ts", user="user_id", item="movie_id")
         spec_path.write_text(json.dumps(spec, indent=2))
     board = zoo.recipes.compare(args.models, str(train), str(spec_path), str(work / "compare"), seeds=args.seeds,
-                                epochs=args.epochs, later=str(later))
+                                epochs=args.epochs, clipnorm=args.clipnorm, later=str(later))
     table = Path(args.table)
     table.mkdir(parents=True, exist_ok=True)
     for name in ("leaderboard.md", "leaderboard.json", "leaderboard.png"):

@@ -54,7 +54,8 @@ class Comparison(Reproduction):
     """Runs one comparison (see the module docstring)."""
 
     def __init__(self, models, data, spec, out="runs/compare", *, seeds=3, epochs=EPOCHS, batch_size=BATCH_SIZE,
-                 learning_rate=None, later=None, history_from_log=True, recipe="suan", hyperparameters=None, log=print):
+                 learning_rate=None, clipnorm=None, later=None, history_from_log=True, recipe="suan",
+                 hyperparameters=None, log=print):
         from zoo import datasets, registry
         from zoo.datasets.spec import DataSpec
 
@@ -72,7 +73,8 @@ class Comparison(Reproduction):
         super().__init__(table, data, out, seeds=tuple(range(seeds)), epochs=epochs, log=log)
         self.data, self.out, self.spec = spec, Path(out), spec
         self.later = later
-        self.training = {"batch_size": batch_size, **({"learning_rate": learning_rate} if learning_rate else {})}
+        self.training = {"batch_size": batch_size, **({"learning_rate": learning_rate} if learning_rate else {}),
+                         **({"clipnorm": clipnorm} if clipnorm else {})}
         self.history_from = [data] if history_from_log else None
         self.processed = datasets.prepare(spec, data, verbose=False)
         self._later_processed = None

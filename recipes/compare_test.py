@@ -87,3 +87,24 @@ class CompareTest(TestCase):
         self.assertTrue(os.path.isfile(os.path.join(out, "leaderboard.png")))
         status, _, error = run_cli("compare", "dinn", "--data", log, "--spec", spec)
         self.assertEqual((status, error.strip()), (2, "error: unknown model 'dinn' (known: " + error.split("(known: ")[1].strip()))
+
+    def test_training_options_reach_every_cell_recipe(self):
+        """compare's batch size, learning rate and clipping reach the recipe every cell trains by, early
+        stopping added; the command line's --clipnorm is refused unless a finite number > 0."""
+        from zoo.recipes.compare import PATIENCE, Comparison
+
+        folder = self.get_temp_dir()
+        log = write_impression_log(os.path.join(folder, "log.csv"), rows=120)
+        spec = os.path.join(folder, "spec.json")
+        with open(spec, "w") as f:
+            json.dump(impression_spec(sequence_length=4), f)
+        comparison = Comparison(["din"], log, spec, os.path.join(folder, "compare"), seeds=1, epochs=2, batch_size=32,
+                                learning_rate=0.01, clipnorm=5.0, log=None)
+        recipe = comparison._recipe(comparison.table.rows[0], 0)
+        self.assertEqual((recipe.batch_size, recipe.learning_rate, recipe.clipnorm, recipe.epochs,
+                          recipe.early_stopping_patience), (32, 0.01, 5.0, 2, PATIENCE))
+        plain = Comparison(["din"], log, spec, os.path.join(folder, "plain"), seeds=1, log=None)
+        self.assertIsNone(plain._recipe(plain.table.rows[0], 0).clipnorm)
+        status, _, error = run_cli("compare", "din", "--data", log, "--spec", spec, "--clipnorm", "0")
+        self.assertEqual((status, error.strip().splitlines()[-1]),
+                         (2, "error: python -m zoo compare: argument --clipnorm: 0; it must be a finite number > 0"))

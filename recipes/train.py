@@ -71,7 +71,7 @@ def kept_epoch(history, recipe):
 
 
 def training_recipe(recipe="suan", *, spec=False, epochs=None, batch_size=None, learning_rate=None, seed=0,
-                    table_update=None):
+                    table_update=None, clipnorm=None):
     """The recipe a run trains by: `recipe` (a name or a Recipe) with every option given here (None: the
     recipe's), so the banner, the batches and the optimiser agree; on a data spec, compare's defaults
     where no option chose (at most EPOCHS epochs, BATCH_SIZE rows a step, early stopping with PATIENCE)."""
@@ -80,7 +80,7 @@ def training_recipe(recipe="suan", *, spec=False, epochs=None, batch_size=None, 
 
     chosen = {"seeds": (seed,)}
     for field, value in (("epochs", epochs), ("batch_size", batch_size), ("learning_rate", learning_rate),
-                         ("table_update", table_update)):
+                         ("table_update", table_update), ("clipnorm", clipnorm)):
         if value is not None:
             chosen[field] = value
     recipe = get_recipe(recipe, **chosen)
@@ -112,6 +112,7 @@ def _banner(model_name, model, recipe, recipe_name, source):
              f"{model.count_params():,} parameters; backend {keras.backend.backend()}",
              f"     recipe {recipe_name}: {recipe.epochs} epoch(s), batch {recipe.batch_size}, "
              f"learning rate {recipe.learning_rate:g}, seed {recipe.seeds[0]}"
+             + (f", gradients' global norm clipped at {recipe.clipnorm:g}" if recipe.clipnorm else "")
              + (f", tables updated by rows ({recipe.table_update})" if recipe.table_update else "")]
     batch = data_options(recipe, model_name)["batch_size"]  # rows (ReST's prefix rows hold m2 samples)
     if source.info is not None:
@@ -198,14 +199,16 @@ def _calibrated(model, data, method, log):
 
 
 def train(model, source=None, out="runs/fit", *, recipe="suan", epochs=None, batch_size=None, learning_rate=None,
-          table_update=None, hyperparameters=None, calibrate=None, resume=False, distribution_options=None, log=print):
+          table_update=None, clipnorm=None, hyperparameters=None, calibrate=None, resume=False,
+          distribution_options=None, log=print):
     """Trains a fresh registered `model` (a name) on `source` (a DataSource; default: the simulator) and
     writes its preset, reports and figures to `out` (see the module docstring). Returns {"preset": path,
     "model", "metrics": {...}, "kept_epoch", "baselines", "calibration", "history"} (None in a multi-worker
     run's other processes).
 
     `table_update` ("lazy_adam", "rowwise_adagrad", "sgd") updates the embedding tables at the rows a batch
-    touches only (zoo.recipes.SparseTableAdam). `hyperparameters` override the class defaults (after the
+    touches only (zoo.recipes.SparseTableAdam); `clipnorm` clips the gradients' global norm (FuxiCTR's
+    max_gradient_norm is 10). `hyperparameters` override the class defaults (after the
     recipe's); `calibrate` ("platt" or
     "temperature") fits post-hoc calibration on the validation split after training, kept where it lowers
     its LogLoss; `distribution_options` are `distribution`'s (strategy, devices, model_axis, shard_dense,
@@ -230,7 +233,8 @@ def train(model, source=None, out="runs/fit", *, recipe="suan", epochs=None, bat
     keras.utils.set_random_seed(source.seed)  # before anything random: the data and the model's weights
     recipe_name = recipe if isinstance(recipe, str) else "custom"
     recipe = training_recipe(recipe, spec=source.spec is not None, epochs=epochs, batch_size=batch_size,
-                             learning_rate=learning_rate, seed=source.seed, table_update=table_update)
+                             learning_rate=learning_rate, seed=source.seed, table_update=table_update,
+                             clipnorm=clipnorm)
     training = data_options(recipe, model_name)
     held_out = max(source.rows // 5, 1)
     train_data, schema = source.load("train", source.rows, **training)
@@ -280,6 +284,7 @@ def train(model, source=None, out="runs/fit", *, recipe="suan", epochs=None, bat
         training_record = {"epochs": recipe.epochs, "epochs_run": len(history.epoch), "batch_size": recipe.batch_size,
                            "learning_rate": recipe.learning_rate,
                            **({"table_update": recipe.table_update} if recipe.table_update else {}),
+                           **({"clipnorm": recipe.clipnorm} if recipe.clipnorm else {}),
                            **({"kept_epoch": kept["epoch"]} if kept is not None else {})}
         model.save_to_preset(
             preset,

@@ -50,21 +50,30 @@ class TrainTest(TestCase):
         for line in lines:  # every line of the account, the same but for the folder
             self.assertIn(line.strip().replace(python, os.path.join(folder, "cli")), out)
 
-    def test_table_update_reaches_the_optimizer(self):
-        """`fit --table-update` trains with zoo.recipes.SparseTableAdam by that rule, says so in the banner and
-        records it in the preset."""
+    def test_table_update_and_clipnorm_reach_the_optimizer(self):
+        """`fit --table-update --clipnorm` trains with zoo.recipes.SparseTableAdam by that rule, its gradients'
+        global norm clipped at that value, says both in the banner and records them in the preset; the same
+        from Python, each alone."""
         folder = self.get_temp_dir()
         status, out, err = run_cli("fit", "din", "--rows", "128", "--epochs", "1", "--table-update", "rowwise_adagrad",
-                                   "--set", "attention_units=[8]", "--set", "mlp_units=[8]", "--out", folder)
+                                   "--clipnorm", "10", "--set", "attention_units=[8]", "--set", "mlp_units=[8]",
+                                   "--out", folder)
         self.assertEqual(status, 0, err)
-        self.assertIn("tables updated by rows (rowwise_adagrad)", out.splitlines()[1])
+        self.assertIn("gradients' global norm clipped at 10, tables updated by rows (rowwise_adagrad)",
+                      out.splitlines()[1])
         metadata = json.loads(open(os.path.join(folder, "preset", "metadata.json")).read())
         self.assertEqual(metadata["training"]["table_update"], "rowwise_adagrad")
+        self.assertEqual(metadata["training"]["clipnorm"], 10.0)
         source = zoo.recipes.DataSource(rows=64)
         result = zoo.recipes.train("din", source, os.path.join(folder, "python"), epochs=1, table_update="lazy_adam",
                                    hyperparameters=TINY, log=None)
         self.assertEqual(type(result["model"].optimizer).__name__, "SparseTableAdam")
         self.assertEqual(result["model"].optimizer.table_update, "lazy_adam")
+        self.assertIsNone(result["model"].optimizer.global_clipnorm)
+        result = zoo.recipes.train("din", source, os.path.join(folder, "clipped"), epochs=1, clipnorm=2.5,
+                                   hyperparameters=TINY, log=None)
+        self.assertEqual(type(result["model"].optimizer).__name__, "Adam")
+        self.assertEqual(result["model"].optimizer.global_clipnorm, 2.5)
 
     def test_a_held_folder_is_refused_and_freed_after(self):
         folder = os.path.join(self.get_temp_dir(), "run")

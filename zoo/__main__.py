@@ -138,7 +138,8 @@ def _progress():
 def _training_options(args):
     """The recipe fields the command line's training flags set (zoo.recipes.train.training_recipe)."""
     return {"epochs": args.epochs, "batch_size": args.batch_size, "learning_rate": getattr(args, "learning_rate", None),
-            "seed": args.seed, "table_update": getattr(args, "table_update", None)}
+            "seed": args.seed, "table_update": getattr(args, "table_update", None),
+            "clipnorm": getattr(args, "clipnorm", None)}
 
 
 def _fit(args):
@@ -147,7 +148,8 @@ def _fit(args):
     from zoo.recipes.train import train
 
     train(args.model, _source(args), args.out, recipe=args.recipe, epochs=args.epochs, batch_size=args.batch_size,
-          learning_rate=args.learning_rate, table_update=args.table_update, hyperparameters=dict(args.set or []),
+          learning_rate=args.learning_rate, table_update=args.table_update, clipnorm=args.clipnorm,
+          hyperparameters=dict(args.set or []),
           calibrate=args.calibrate,
           resume=args.resume,
           distribution_options={"strategy": args.strategy, "devices": args.devices, "model_axis": args.model_axis,
@@ -175,7 +177,8 @@ def _compare(args):
     from zoo.recipes.compare import markdown
 
     board = zoo.recipes.compare(args.models, args.data, args.spec, args.out, seeds=args.seeds, epochs=args.epochs,
-                                batch_size=args.batch_size, learning_rate=args.learning_rate, later=args.later,
+                                batch_size=args.batch_size, learning_rate=args.learning_rate, clipnorm=args.clipnorm,
+                                later=args.later,
                                 history_from_log=not args.no_history_from_log, recipe=args.recipe)
     print(markdown(board))
     print(f"leaderboard.md, leaderboard.json and leaderboard.png in {args.out}")
@@ -473,6 +476,8 @@ def _parser():
     fit.add_argument("--table-update", choices=["lazy_adam", "rowwise_adagrad", "sgd"],
                      help="update the embedding tables at the rows a batch touches only (large vocabularies; "
                      "zoo.recipes.SparseTableAdam); default: Adam over every row")
+    fit.add_argument("--clipnorm", type=_rate, help="clip the gradients' global norm at this value (FuxiCTR clips at "
+                     "10); default: the recipe's (suan: no clipping)")
     fit.add_argument("--set", type=_override, action="append", metavar="KEY=VALUE",
                      help="model hyperparameter override")
     fit.add_argument("--out", default="runs/fit",
@@ -521,6 +526,7 @@ def _parser():
                          help="most epochs per run; each stops early on the validation AUC (default 10)")
     compare.add_argument("--batch-size", type=_count, default=1024, help="rows per training step (default 1024)")
     compare.add_argument("--learning-rate", type=_rate, help="override the recipe's learning rate")
+    compare.add_argument("--clipnorm", type=_rate, help="clip the gradients' global norm at this value (as fit's)")
     compare.add_argument("--later", help="a later labelled file whose every row is scored too")
     compare.add_argument("--no-history-from-log", action="store_true",
                          help="the later rows' histories from the later file alone (default: also from --data)")
@@ -564,6 +570,7 @@ def _parser():
     tune.add_argument("--learning-rate", type=_rate, help="override the recipe's (peak) learning rate")
     tune.add_argument("--table-update", choices=["lazy_adam", "rowwise_adagrad", "sgd"],
                       help="update the embedding tables at the rows a batch touches only (as fit's)")
+    tune.add_argument("--clipnorm", type=_rate, help="clip the gradients' global norm at this value (as fit's)")
     tune.add_argument("--recipe", default="suan")
     tune.add_argument("--dir", default="runs/tuning", help="search directory; an interrupted search resumes from it")
     tune.add_argument("--set", type=_override, action="append", metavar="KEY=VALUE", help="fixed hyperparameter")
