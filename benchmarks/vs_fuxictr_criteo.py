@@ -22,8 +22,10 @@ keeps its best validation epoch for the test metrics (the zoo: `zoo.recipes.trai
 of `python -m zoo fit`, which also writes its reports, figures and baselines; FuxiCTR: save_best_only).
 Each cell (side, seed) runs in its own process, one at a time: whole s is that process' wall time
 (imports included), prep CPU-s its CPU time building the data (the zoo: the data-spec engine's build of a
-fresh cache; FuxiCTR: FeatureProcessor fit + build_dataset), peak MB its peak resident memory. Results
-go to OUT/cells.jsonl (a rerun skips the cells there) and OUT/table.md (mean +- s.d. over the seeds).
+fresh cache; FuxiCTR: FeatureProcessor fit + build_dataset), peak MB its peak resident memory; a second
+table splits the whole time into phases (class Phases: startup, preprocessing, each epoch's training and
+validation passes, what follows the epochs) with the steady training rate of the epochs after the first. Results
+go to OUT/cells.jsonl (a rerun skips the cells there) and OUT/table_ROWS.md (mean +- s.d. over the seeds).
 """
 
 import argparse
@@ -94,6 +96,53 @@ def zoo_spec():
             "split": {"by": "order", "fractions": [0.8, 0.1, 0.1]}}
 
 
+class Phases:
+    """Where a side's wall time goes (standard library only: FuxiCTR's side uses it too). Each epoch's
+    training pass (from the epoch's start to its last step, the first epoch's compilation included) and its
+    validation pass; `fit_s` the whole fit (the zoo: `zoo.recipes.fit`; FuxiCTR: `model.fit`), `after_fit_s`
+    what follows it to the test metrics (the zoo's train() also scores the validation split again, writes
+    its reports, figures, baselines and preset). The steady rate counts the training rows of the epochs
+    after the first over their training passes (no compilation, no first-epoch warm-up)."""
+
+    def __init__(self):
+        self.train_s, self.val_s = [], []
+        self.fit_s = self.after_fit_s = 0.0
+        self._mark = None
+
+    def start_train(self):
+        self._mark = time.perf_counter()
+
+    def end_train(self):
+        self.train_s.append(time.perf_counter() - self._mark)
+
+    def start_val(self):
+        self._mark = time.perf_counter()
+
+    def end_val(self):
+        self.val_s.append(time.perf_counter() - self._mark)
+
+    def callback(self, keras):
+        phases = self
+
+        class Timer(keras.callbacks.Callback):
+            def on_epoch_begin(self, epoch, logs=None):
+                phases.start_train()
+
+            def on_test_begin(self, logs=None):  # (Keras validates after the epoch's last step)
+                phases.end_train()
+                phases.start_val()
+
+            def on_test_end(self, logs=None):
+                phases.end_val()
+
+        return Timer()
+
+    def record(self, train_rows):
+        steady = self.train_s[1:]
+        return {"train_s": self.train_s, "val_s": self.val_s, "fit_s": self.fit_s, "after_fit_s": self.after_fit_s,
+                "steady_rows_per_s": train_rows * len(steady) / sum(steady) if steady else None}
+
+
 def zoo_cell(spec):
     """Runs in the zoo's process (KERAS_BACKEND set): one training from the raw file to test metrics."""
     import resource
@@ -115,12 +164,24 @@ def zoo_cell(spec):
     recipe = get_recipe("suan", early_stopping_patience=spec["epochs"],  # the best of all epochs, none cut short
                         clipnorm=spec.get("clipnorm"),  # (a side's variant: the global norm clipped as FuxiCTR's,
                         table_update=spec.get("table_update"))  # or the tables updated by rows)
+    phases = Phases()
+    fit = zoo.recipes.fit
+
+    def timed_fit(*args, callbacks=(), **kwargs):  # train() looks zoo.recipes.fit up when it calls it
+        started = time.perf_counter()
+        history = fit(*args, callbacks=[*callbacks, phases.callback(keras)], **kwargs)
+        phases.fit_s = time.perf_counter() - started
+        return history
+
+    zoo.recipes.fit = timed_fit
+    started = time.perf_counter()
     result = zoo.recipes.train("deepfm", source, spec["out"], recipe=recipe, epochs=spec["epochs"], batch_size=1024,
                                hyperparameters=SIZES, log=None)
+    phases.after_fit_s = time.perf_counter() - started - phases.fit_s
     return {"val_auc": [float(v) for v in result["history"]["val_auc"]], "kept_epoch": result["kept_epoch"],
             "auc": result["metrics"]["test_auc"], "logloss": result["metrics"]["test_logloss"],
             "prep_cpu_s": prep_cpu, "prep_s": prep_wall, "parameters": int(result["model"].count_params()),
-            "backend": keras.backend.backend(),
+            "backend": keras.backend.backend(), **phases.record(spec["train_rows"]),
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
@@ -187,19 +248,31 @@ def fuxictr_cell(spec):
     train_gen, valid_gen = generators("train")
     validation, evaluate = [], model.evaluate
 
-    def evaluate_and_record(*args, **kwargs):
+    phases, train_epoch = Phases(), model.train_epoch
+
+    def evaluate_and_record(*args, **kwargs):  # (FuxiCTR validates at the epoch's end, from train_epoch)
+        phases.end_train()
+        phases.start_val()
         logs = evaluate(*args, **kwargs)
+        phases.end_val()
         validation.append(float(logs["AUC"]))
         return logs
 
-    model.evaluate = evaluate_and_record
+    def timed_train_epoch(*args, **kwargs):
+        phases.start_train()
+        return train_epoch(*args, **kwargs)
+
+    model.evaluate, model.train_epoch = evaluate_and_record, timed_train_epoch
+    started = time.perf_counter()
     model.fit(train_gen, validation_data=valid_gen, **params)
+    phases.fit_s = time.perf_counter() - started
     model.evaluate = evaluate
     metrics = model.evaluate(generators("test"))
+    phases.after_fit_s = time.perf_counter() - started - phases.fit_s
     return {"val_auc": validation, "kept_epoch": max(range(len(validation)), key=validation.__getitem__) + 1,
             "auc": float(metrics["AUC"]), "logloss": float(metrics["logloss"]), "prep_cpu_s": prep_cpu,
             "prep_s": prep_wall, "parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
-            "torch_threads": torch.get_num_threads(),
+            "torch_threads": torch.get_num_threads(), **phases.record(spec["train_rows"]),
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
@@ -221,6 +294,22 @@ def table(cells, sides, epochs):
                      f"{spread(c['auc'] for c in done)} | {spread(c['logloss'] for c in done)} | "
                      f"{spread((c['whole_s'] for c in done), '.1f')} | {spread((c['prep_cpu_s'] for c in done), '.1f')} | "
                      f"{spread((c['peak_mb'] for c in done), ',.0f')} | {len(done)} |")
+    lines += ["", "Where the whole time goes (mean over the seeds; cells recorded with phases):", "",
+              "| side | startup s | prep s | epoch 1 train s | later epochs train s | validation s | "
+              "after the epochs s | steady rows/s | whole s |", "|---" * 9 + "|"]
+    for side in sides:
+        done = [c for c in cells if c["side"] == side and "error" not in c and "train_s" in c]
+        if not done:
+            continue
+
+        def mean(key):
+            return statistics.mean(key(c) for c in done)
+
+        other = mean(lambda c: c["whole_s"] - c["prep_s"] - c["fit_s"] - c["after_fit_s"])
+        lines.append(f"| {side} | {other:.1f} | {mean(lambda c: c['prep_s']):.1f} | {mean(lambda c: c['train_s'][0]):.1f} | "
+                     f"{mean(lambda c: sum(c['train_s'][1:])):.1f} | {mean(lambda c: sum(c['val_s'])):.1f} | "
+                     f"{mean(lambda c: c['after_fit_s'] + c['fit_s'] - sum(c['train_s']) - sum(c['val_s'])):.1f} | "
+                     f"{mean(lambda c: c['steady_rows_per_s'] or 0):,.0f} | {mean(lambda c: c['whole_s']):.1f} |")
     return "\n".join(lines)
 
 
@@ -238,7 +327,7 @@ def main():
                         "(FuxiCTR's max_gradient_norm), as sides 'zoo BACKEND, clip 10'")
     parser.add_argument("--fuxictr-python", help="an interpreter where `import fuxictr` works")
     parser.add_argument("--fuxictr-zoo", help="FuxiCTR's model_zoo folder")
-    parser.add_argument("--out", default="runs/vs_fuxictr_criteo", help="cells.jsonl and table.md (resumable)")
+    parser.add_argument("--out", default="runs/vs_fuxictr_criteo", help="cells.jsonl and table_ROWS.md (resumable)")
     parser.add_argument("--zoo-cell", help=argparse.SUPPRESS)
     parser.add_argument("--fuxictr-cell", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -254,7 +343,7 @@ def main():
         write_rows(csv, args.rows)
         spec_path = str(Path(scratch) / "spec.json")
         Path(spec_path).write_text(json.dumps(zoo_spec()))
-        parts, _ = split_files(csv, scratch)
+        parts, train_rows = split_files(csv, scratch)
         for seed in args.seeds:
             for side in sides:
                 if (side, seed, args.rows) in done:
@@ -263,13 +352,13 @@ def main():
                 shutil.rmtree(work, ignore_errors=True)
                 work.mkdir()
                 if side == "FuxiCTR":
-                    cell = {"csv": parts, "dir": str(work), "epochs": args.epochs, "seed": seed,
+                    cell = {"csv": parts, "dir": str(work), "epochs": args.epochs, "seed": seed, "train_rows": train_rows,
                             "folder": str((Path(args.fuxictr_zoo) / "DeepFM" / "DeepFM_torch").resolve())}
                     result = run_cell([args.fuxictr_python, __file__, "--fuxictr-cell", json.dumps(cell)],
                                       dict(os.environ, PYTHONPATH="", OMP_WAIT_POLICY="PASSIVE"))
                 else:
                     cell = {"csv": csv, "spec": spec_path, "out": str(work / "run"), "epochs": args.epochs,
-                            "seed": seed, "clipnorm": 10.0 if side.endswith("clip 10") else None,
+                            "seed": seed, "train_rows": train_rows, "clipnorm": 10.0 if side.endswith("clip 10") else None,
                             "table_update": "lazy_adam" if side.endswith("lazy Adam") else None}
                     env = dict(os.environ, KERAS_BACKEND=side.split()[1].rstrip(","), TF_CPP_MIN_LOG_LEVEL="3",
                                PYTHONPATH=str(ROOT), ZOO_DATA_CACHE=str(work / "cache"))
@@ -277,7 +366,7 @@ def main():
                 log.add({"side": side, "seed": seed, "rows": args.rows, **result})
                 shutil.rmtree(work, ignore_errors=True)
     text = table([c for c in log.cells if c["rows"] == args.rows], sides, args.epochs)
-    (log.out / "table.md").write_text(text + "\n")
+    (log.out / f"table_{args.rows}.md").write_text(text + "\n")
     print(text)
 
 

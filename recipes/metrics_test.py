@@ -60,21 +60,36 @@ class MetricsTest(TestCase):
         a = rng.random(40) + 0.5 * labels
         b = rng.random(40) + 0.1 * labels
         result = paired_bootstrap(labels, a, b, resamples=200, seed=3, chunk=64)
-        # Reference: draw the same multinomial counts, expand them into resampled rows, use the definition.
+        # Reference: draw the same row indices (one resample at a time), use the definition on the drawn rows.
         rng = np.random.default_rng(3)
         differences = []
-        for start in range(0, 200, 64):
-            counts = rng.multinomial(40, np.full(40, 1 / 40), size=min(64, 200 - start))
-            for row in counts:
-                index = np.repeat(np.arange(40), row)
-                y = labels[index]
-                if 0 < y.sum() < len(y):
-                    differences.append(pairwise_auc(y, a[index]) - pairwise_auc(y, b[index]))
+        for _ in range(200):
+            index = rng.integers(0, 40, size=40, dtype=np.int64)
+            y = labels[index]
+            if 0 < y.sum() < len(y):
+                differences.append(pairwise_auc(y, a[index]) - pairwise_auc(y, b[index]))
         differences = np.array(differences)
         self.assertAlmostEqual(result["mean"], differences.mean(), places=10)
         self.assertAlmostEqual(result["p_value"], np.mean(differences <= 0), places=10)
         self.assertAlmostEqual(result["ci95"][0], np.percentile(differences, 2.5), places=10)
         self.assertAlmostEqual(result["difference"], pairwise_auc(labels, a) - pairwise_auc(labels, b), places=12)
+
+    def test_bootstrap_aucs_with_ties_match_the_definition_whatever_the_chunk(self):
+        """Scores with many ties (a baseline's rates, a constant) and a resample of one class: each AUC is
+        pairwise_auc on the drawn rows (NaN for one class), and the chunking changes nothing."""
+        rng = np.random.default_rng(5)
+        labels = (rng.random(30) < 0.2).astype(float)
+        scores = np.stack([np.round(rng.random(30), 1), np.full(30, 0.3), rng.random(30) + labels])
+        aucs = bootstrap_aucs(labels, scores, resamples=50, seed=11, chunk=7)
+        np.testing.assert_array_equal(aucs, bootstrap_aucs(labels, scores, resamples=50, seed=11))
+        rng = np.random.default_rng(11)
+        for r in range(50):
+            index = rng.integers(0, 30, size=30, dtype=np.int64)
+            y = labels[index]
+            for m in range(3):
+                expected = pairwise_auc(y, scores[m][index]) if 0 < y.sum() < len(y) else np.nan
+                np.testing.assert_allclose(aucs[m, r], expected, rtol=1e-12, equal_nan=True)
+        self.assertEqual(aucs[1][np.isfinite(aucs[1])].tolist(), [0.5] * int(np.isfinite(aucs[1]).sum()))
 
     def test_resamples_scored_once_serve_every_comparison(self):
         rng = np.random.default_rng(4)
