@@ -306,10 +306,13 @@ def table(cells, sides, epochs):
             return statistics.mean(key(c) for c in done)
 
         other = mean(lambda c: c["whole_s"] - c["prep_s"] - c["fit_s"] - c["after_fit_s"])
+        later = all(len(c["train_s"]) > 1 for c in done)  # (a one-epoch run has no steady epoch: "-")
         lines.append(f"| {side} | {other:.1f} | {mean(lambda c: c['prep_s']):.1f} | {mean(lambda c: c['train_s'][0]):.1f} | "
-                     f"{mean(lambda c: sum(c['train_s'][1:])):.1f} | {mean(lambda c: sum(c['val_s'])):.1f} | "
+                     + (f"{mean(lambda c: sum(c['train_s'][1:])):.1f} | " if later else "- | ")
+                     + f"{mean(lambda c: sum(c['val_s'])):.1f} | "
                      f"{mean(lambda c: c['after_fit_s'] + c['fit_s'] - sum(c['train_s']) - sum(c['val_s'])):.1f} | "
-                     f"{mean(lambda c: c['steady_rows_per_s'] or 0):,.0f} | {mean(lambda c: c['whole_s']):.1f} |")
+                     + (f"{mean(lambda c: c['steady_rows_per_s']):,.0f} | " if later else "- | ")
+                     + f"{mean(lambda c: c['whole_s']):.1f} |")
     return "\n".join(lines)
 
 
