@@ -307,7 +307,8 @@ def table(cells, sides, epochs):
 
         other = mean(lambda c: c["whole_s"] - c["prep_s"] - c["fit_s"] - c["after_fit_s"])
         later = all(len(c["train_s"]) > 1 for c in done)  # (a one-epoch run has no steady epoch: "-")
-        lines.append(f"| {side} | {other:.1f} | {mean(lambda c: c['prep_s']):.1f} | {mean(lambda c: c['train_s'][0]):.1f} | "
+        lines.append(f"| {side} | {other:.1f} | {mean(lambda c: c['prep_s']):.1f} | "
+                     f"{mean(lambda c: c['train_s'][0]):.1f} | "
                      + (f"{mean(lambda c: sum(c['train_s'][1:])):.1f} | " if later else "- | ")
                      + f"{mean(lambda c: sum(c['val_s'])):.1f} | "
                      f"{mean(lambda c: c['after_fit_s'] + c['fit_s'] - sum(c['train_s']) - sum(c['val_s'])):.1f} | "
@@ -355,13 +356,15 @@ def main():
                 shutil.rmtree(work, ignore_errors=True)
                 work.mkdir()
                 if side == "FuxiCTR":
-                    cell = {"csv": parts, "dir": str(work), "epochs": args.epochs, "seed": seed, "train_rows": train_rows,
+                    cell = {"csv": parts, "dir": str(work), "epochs": args.epochs, "seed": seed,
+                            "train_rows": train_rows,
                             "folder": str((Path(args.fuxictr_zoo) / "DeepFM" / "DeepFM_torch").resolve())}
                     result = run_cell([args.fuxictr_python, __file__, "--fuxictr-cell", json.dumps(cell)],
                                       dict(os.environ, PYTHONPATH="", OMP_WAIT_POLICY="PASSIVE"))
                 else:
                     cell = {"csv": csv, "spec": spec_path, "out": str(work / "run"), "epochs": args.epochs,
-                            "seed": seed, "train_rows": train_rows, "clipnorm": 10.0 if side.endswith("clip 10") else None,
+                            "seed": seed, "train_rows": train_rows,
+                            "clipnorm": 10.0 if side.endswith("clip 10") else None,
                             "table_update": "lazy_adam" if side.endswith("lazy Adam") else None}
                     env = dict(os.environ, KERAS_BACKEND=side.split()[1].rstrip(","), TF_CPP_MIN_LOG_LEVEL="3",
                                PYTHONPATH=str(ROOT), ZOO_DATA_CACHE=str(work / "cache"))

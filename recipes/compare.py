@@ -29,6 +29,7 @@ copied to `<out>/preset`.
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -70,7 +71,8 @@ class Comparison(Reproduction):
         spec = DataSpec.read(spec).to_dict()
         rows = tuple(Row(m, m, dict((hyperparameters or {}).get(m, {}))) for m in models)
         table = Table(name="compare", data="spec", recipe=recipe, rows=rows, references=())
-        super().__init__(table, data, out, seeds=tuple(range(seeds)), epochs=epochs, log=log)
+        super().__init__(table, data, out, seeds=tuple(range(seeds)), epochs=epochs,
+                         log=log or (lambda line: None))  # (log=None: silent, as train's)
         self.data, self.out, self.spec = spec, Path(out), spec
         self.later = later
         self.training = {"batch_size": batch_size, **({"learning_rate": learning_rate} if learning_rate else {}),
@@ -109,8 +111,10 @@ class Comparison(Reproduction):
         result["scoring_us_per_row"] = 1e6 * result["test_seconds"] / max(result["test_rows"], 1)
         later = self.later_processed()
         if later is not None:
+            scoring = time.perf_counter()
             dataset, _ = make_dataset(later, "all", batch_size=1024, shuffle=False)
             later_labels, later_scores, _ = predict_rows(model, dataset)
+            result["later_seconds"] = round(time.perf_counter() - scoring, 4)
             np.save(directory / f"seed{seed}_later_scores.npy", later_scores.astype("float32"))
             np.save(self.out / "later_labels.npy", later_labels.astype("float32"))
             np.save(self.out / "later_lines.npy", later.source_lines("all"))  # each scored row's file line

@@ -147,12 +147,18 @@ def bootstrap_aucs(labels, scores, resamples=10_000, seed=0, chunk=None):
         count = min(chunk, resamples - start)
         drawn = rng.integers(0, n, size=(count, n), dtype=np.int64)
         for i, (groups, key) in enumerate(keyed):
-            for r in range(count):  # one resample at a time: its 2G counters stay in cache (16x faster)
-                counts = np.bincount(key[drawn[r]], minlength=2 * groups).reshape(groups, 2)
-                negatives, positives = counts[:, 0], counts[:, 1]
-                below = np.cumsum(negatives) - negatives  # negatives drawn with a lower score
-                total = int(positives.sum()) * int(negatives.sum())
-                aucs[i, start + r] = int((positives * (2 * below + negatives)).sum()) / 2 / total if total else np.nan
+            block = max(1, (1 << 18) // max(2 * groups, n))  # resamples at once: rows and counters stay in cache
+            for first in range(0, count, block):
+                rows = drawn[first:first + block]
+                offsets = np.arange(len(rows), dtype=np.int64)[:, None] * (2 * groups)
+                counts = np.bincount((key[rows] + offsets).ravel(), minlength=len(rows) * 2 * groups)
+                counts = counts.reshape(len(rows), groups, 2)
+                negatives, positives = counts[..., 0], counts[..., 1]
+                below = np.cumsum(negatives, axis=1) - negatives  # negatives drawn with a lower score
+                twice_wins = (positives * (2 * below + negatives)).sum(axis=1)
+                total = positives.sum(axis=1) * negatives.sum(axis=1)
+                aucs[i, start + first:start + first + len(rows)] = np.where(
+                    total > 0, twice_wins / 2 / np.maximum(total, 1), np.nan)
     return aucs
 
 
