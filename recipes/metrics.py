@@ -19,25 +19,21 @@ def _as_1d(name, values):
     return values
 
 
-def _weighted_auc(labels, scores, weights):
-    """Exact AUC with ties counted half, each row weighted (weights [R, N] for R resamples at once)."""
-    order = np.argsort(scores, kind="mergesort")
-    scores, labels, weights = scores[order], labels[order], weights[:, order]
-    # Group equal scores: within a group a positive beats none of the negatives and ties all of them.
-    starts = np.flatnonzero(np.r_[True, scores[1:] != scores[:-1]])
-    pos = np.add.reduceat(weights * labels, starts, axis=1)
-    neg = np.add.reduceat(weights * (1 - labels), starts, axis=1)
-    below = np.cumsum(neg, axis=1) - neg  # negatives strictly below each group
-    wins = (pos * (below + 0.5 * neg)).sum(axis=1)
-    total = pos.sum(axis=1) * neg.sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return wins / total
+def _auc_of_counts(negatives, positives):
+    """Exact AUC from the negatives and positives at each distinct score, scores ascending along the last
+    axis: a positive wins against every negative with a lower score and half of those with its own (ties
+    count half); NaN where a class is absent."""
+    below = np.cumsum(negatives, axis=-1) - negatives  # negatives with a lower score
+    wins = (positives * (2 * below + negatives)).sum(axis=-1) / 2
+    total = positives.sum(axis=-1) * negatives.sum(axis=-1)
+    return np.where(total > 0, wins / np.where(total > 0, total, 1), np.nan)
 
 
 def auc(labels, scores):
     """Exact ROC AUC (ties count half); NaN when only one class is present."""
     labels, scores = _as_1d("labels", labels), _as_1d("scores", scores)
-    return float(_weighted_auc(labels, scores, np.ones((1, len(labels))))[0])
+    rank = np.unique(scores, return_inverse=True)[1].reshape(-1)  # each row's distinct score, ascending
+    return float(_auc_of_counts(np.bincount(rank, weights=1 - labels), np.bincount(rank, weights=labels)))
 
 
 def logloss(labels, scores, epsilon=1e-7):
@@ -125,8 +121,7 @@ def bootstrap_aucs(labels, scores, resamples=10_000, seed=0, chunk=None):
     resample, which is what pairs them. The resamples are drawn once for all M vectors, so a table's
     summary scores each (row, seed) once instead of once per comparison. A vector's AUC on a resample
     counts, per distinct score, the positives and negatives drawn there (one bincount over the drawn
-    rows): a positive wins against every negative drawn with a lower score and half of those with the
-    same score, in exact integer arithmetic. `chunk` resamples are drawn at a time (default: about four
+    rows) and scores them as `auc` scores all rows. `chunk` resamples are drawn at a time (default: about four
     million drawn rows); the draws, and the result, do not depend on it."""
     labels = _as_1d("labels", labels)
     scores = np.asarray(scores, "float64")
@@ -153,12 +148,7 @@ def bootstrap_aucs(labels, scores, resamples=10_000, seed=0, chunk=None):
                 offsets = np.arange(len(rows), dtype=np.int64)[:, None] * (2 * groups)
                 counts = np.bincount((key[rows] + offsets).ravel(), minlength=len(rows) * 2 * groups)
                 counts = counts.reshape(len(rows), groups, 2)
-                negatives, positives = counts[..., 0], counts[..., 1]
-                below = np.cumsum(negatives, axis=1) - negatives  # negatives drawn with a lower score
-                twice_wins = (positives * (2 * below + negatives)).sum(axis=1)
-                total = positives.sum(axis=1) * negatives.sum(axis=1)
-                aucs[i, start + first:start + first + len(rows)] = np.where(
-                    total > 0, twice_wins / 2 / np.maximum(total, 1), np.nan)
+                aucs[i, start + first:start + first + len(rows)] = _auc_of_counts(counts[..., 0], counts[..., 1])
     return aucs
 
 
