@@ -19,21 +19,50 @@ def _as_1d(name, values):
     return values
 
 
-def _auc_of_counts(negatives, positives):
-    """Exact AUC from the negatives and positives at each distinct score, scores ascending along the last
-    axis: a positive wins against every negative with a lower score and half of those with its own (ties
-    count half); NaN where a class is absent."""
-    below = np.cumsum(negatives, axis=-1) - negatives  # negatives with a lower score
-    wins = (positives * (2 * below + negatives)).sum(axis=-1) / 2
-    total = positives.sum(axis=-1) * negatives.sum(axis=-1)
-    return np.where(total > 0, wins / np.where(total > 0, total, 1), np.nan)
+def _score_order(scores):
+    """(order, ties) of a score vector: its rows in ascending score order (stable), and None when no two
+    scores are equal, else (the positions in that order of the rows whose score another row shares, and for
+    each the offset among those positions of the first and of the last row of its score)."""
+    order = np.argsort(scores, kind="stable")
+    ranked = scores[order]
+    same_as_next = ranked[1:] == ranked[:-1]
+    if not same_as_next.any():
+        return order, None
+    tied = np.flatnonzero(np.r_[same_as_next, False] | np.r_[False, same_as_next])
+    new_score = np.r_[True, ~same_as_next[tied[1:] - 1]]
+    firsts = np.flatnonzero(new_score)
+    run = np.cumsum(new_score) - 1
+    return order, (tied, firsts[run], (np.r_[firsts[1:], len(tied)] - 1)[run])
+
+
+def _auc_in_order(positives, negatives, ties):
+    """Exact AUC from each row's weight as a positive and as a negative, rows in ascending score order along
+    the last axis (`_score_order`'s): a positive wins against every negative with a lower score and half of
+    those with its own (ties count half); NaN where a class is absent. Every row is first scored against the
+    rows before it in the order (its own negative weight half); the rows of a shared score are then set right
+    against their score's whole count. Sums in float64 whatever the weights' dtype (the bootstrap's int32
+    counts), so no product overflows."""
+    through = np.cumsum(negatives, axis=-1, dtype=negatives.dtype)  # negative weight up to each row, itself included
+    twice_wins = (2 * np.einsum("...g,...g->...", positives, through, dtype=np.float64)
+                  - np.einsum("...g,...g->...", positives, negatives, dtype=np.float64))
+    if ties is not None:
+        tied, first, last = ties
+        tied_positives, tied_negatives = np.take(positives, tied, axis=-1), np.take(negatives, tied, axis=-1)
+        running = np.cumsum(tied_negatives, axis=-1, dtype=negatives.dtype)
+        before = running - tied_negatives
+        start = np.take(before, first, axis=-1)  # negative weight before each row's score
+        whole, earlier = np.take(running, last, axis=-1) - start, before - start  # at its score; before it there
+        twice_wins += np.einsum("...g,...g->...", tied_positives, whole - 2 * earlier - tied_negatives,
+                                dtype=np.float64)
+    total = positives.sum(axis=-1, dtype=np.float64) * through[..., -1]
+    return np.where(total > 0, twice_wins / 2 / np.where(total > 0, total, 1), np.nan)
 
 
 def auc(labels, scores):
     """Exact ROC AUC (ties count half); NaN when only one class is present."""
     labels, scores = _as_1d("labels", labels), _as_1d("scores", scores)
-    rank = np.unique(scores, return_inverse=True)[1].reshape(-1)  # each row's distinct score, ascending
-    return float(_auc_of_counts(np.bincount(rank, weights=1 - labels), np.bincount(rank, weights=labels)))
+    order, ties = _score_order(scores)
+    return float(_auc_in_order(labels[order], 1 - labels[order], ties))
 
 
 def logloss(labels, scores, epsilon=1e-7):
@@ -45,22 +74,31 @@ def logloss(labels, scores, epsilon=1e-7):
 
 def gauc(user_ids, labels, scores):
     """Group AUC: the AUC of each user, weighted by the user's number of rows; users whose rows are all
-    of one class are left out (their AUC is undefined), as in the DIN/SUAN papers."""
+    of one class are left out (their AUC is undefined), as in the DIN/SUAN papers. Every user at once:
+    the rows sorted by (user, score), each user's AUC counted as `auc` counts all rows."""
     user_ids = np.asarray(user_ids).reshape(-1)
     labels, scores = _as_1d("labels", labels), _as_1d("scores", scores)
     if not len(user_ids) == len(labels) == len(scores):
         raise ZooError(
             f"gauc needs one user id per row: {len(user_ids)} ids, {len(labels)} labels, {len(scores)} scores"
         )
-    total, weight = 0.0, 0
-    for user in np.unique(user_ids):
-        rows = user_ids == user
-        if 0 < labels[rows].sum() < rows.sum():
-            total += rows.sum() * auc(labels[rows], scores[rows])
-            weight += rows.sum()
-    if weight == 0:
+    user = np.unique(user_ids, return_inverse=True)[1].reshape(-1)
+    order = np.lexsort((scores, user))
+    user, score, label = user[order], scores[order], labels[order]
+    new_user = np.r_[True, user[1:] != user[:-1]]
+    group = np.cumsum(new_user | np.r_[True, score[1:] != score[:-1]]) - 1  # each (user, distinct score)
+    negatives, positives = np.bincount(group, weights=1 - label), np.bincount(group, weights=label)
+    owner = user[np.r_[True, np.diff(group) > 0]]  # each group's user
+    through = np.cumsum(negatives)  # negatives up to each group, then made per user
+    through -= (through - negatives)[np.searchsorted(owner, owner)]
+    wins = np.bincount(owner, weights=positives * (2 * through - negatives) / 2)
+    users_positive, users_negative = np.bincount(owner, weights=positives), np.bincount(owner, weights=negatives)
+    rows = np.bincount(user)
+    both = (users_positive > 0) & (users_negative > 0)
+    if not both.any():
         raise ZooError("gauc is undefined: no user has both a positive and a negative row")
-    return total / weight
+    per_user = wins[both] / (users_positive[both] * users_negative[both])
+    return float(np.sum(rows[both] * per_user) / rows[both].sum())
 
 
 CALIBRATION_BINS = 10
@@ -119,10 +157,12 @@ def bootstrap_aucs(labels, scores, resamples=10_000, seed=0, chunk=None):
 
     Each resample draws N row indices uniformly with replacement (seeded); every vector is scored on each
     resample, which is what pairs them. The resamples are drawn once for all M vectors, so a table's
-    summary scores each (row, seed) once instead of once per comparison. A vector's AUC on a resample
-    counts, per distinct score, the positives and negatives drawn there (one bincount over the drawn
-    rows) and scores them as `auc` scores all rows. `chunk` resamples are drawn at a time (default: about four
-    million drawn rows); the draws, and the result, do not depend on it."""
+    summary scores each (row, seed) once instead of once per comparison. A resample is counted once (how
+    many times it drew each row: one bincount, shared by the vectors); a vector reads those counts in its
+    own score order and scores them as `auc` scores all rows, each row weighing its count. A vector whose
+    rows mostly share scores (a baseline's rates) counts the drawn positives and negatives per distinct
+    score instead (one bincount of its own), which is faster there; both give the same AUC. `chunk` resamples are drawn at a time (default: about four million drawn rows); the draws, and
+    the result, do not depend on it."""
     labels = _as_1d("labels", labels)
     scores = np.asarray(scores, "float64")
     if scores.ndim != 2 or scores.shape[1] != len(labels):
@@ -132,23 +172,39 @@ def bootstrap_aucs(labels, scores, resamples=10_000, seed=0, chunk=None):
     rng = np.random.default_rng(seed)
     n = len(labels)
     chunk = chunk or max(1, min(resamples, 4_000_000 // max(n, 1)))
-    positive = (labels > 0.5).astype(np.int64)
-    keyed = []  # per vector: (its distinct scores' count G, each row's key = 2 * rank of its score + label)
+    block = max(1, (1 << 19) // max(n, 1))  # resamples counted at once: their counts (int32) stay in cache
+    positive = (labels > 0.5).astype(np.int32)
+    plans = []  # per vector: how a resample's AUC is counted
     for vector in scores:
-        distinct, rank = np.unique(vector, return_inverse=True)
-        keyed.append((len(distinct), rank.reshape(-1).astype(np.int64) * 2 + positive))
+        order, ties = _score_order(vector)
+        if ties is not None and len(ties[0]) > n // 4:  # many shared scores: count the rows drawn per distinct score
+            distinct, rank = np.unique(vector, return_inverse=True)
+            plans.append(("per score", len(distinct), positive.astype(np.int64) * len(distinct) + rank.reshape(-1)))
+        else:  # read each row's count in score order, shared scores set right after
+            plans.append(("per row", order, positive[order], ties))
     aucs = np.empty((len(scores), resamples))
     for start in range(0, resamples, chunk):
         count = min(chunk, resamples - start)
         drawn = rng.integers(0, n, size=(count, n), dtype=np.int64)
-        for i, (groups, key) in enumerate(keyed):
-            block = max(1, (1 << 18) // max(2 * groups, n))  # resamples at once: rows and counters stay in cache
-            for first in range(0, count, block):
-                rows = drawn[first:first + block]
-                offsets = np.arange(len(rows), dtype=np.int64)[:, None] * (2 * groups)
-                counts = np.bincount((key[rows] + offsets).ravel(), minlength=len(rows) * 2 * groups)
-                counts = counts.reshape(len(rows), groups, 2)
-                aucs[i, start + first:start + first + len(rows)] = _auc_of_counts(counts[..., 0], counts[..., 1])
+        for first in range(0, count, block):
+            rows, times = drawn[first:first + block], None
+            at = slice(start + first, start + first + len(rows))
+            for i, plan in enumerate(plans):
+                if plan[0] == "per score":  # [resamples, 2, distinct scores]: negatives, then positives
+                    _, groups, key = plan
+                    offsets = np.arange(len(rows), dtype=np.int64)[:, None] * (2 * groups)
+                    counts = np.bincount((key[rows] + offsets).ravel(), minlength=len(rows) * 2 * groups)
+                    counts = counts.reshape(len(rows), 2, groups)
+                    aucs[i, at] = _auc_in_order(counts[:, 1], counts[:, 0], None)
+                    continue
+                if times is None:  # [resamples, rows]: how often each row was drawn (shared by the vectors)
+                    offsets = np.arange(len(rows), dtype=np.int64)[:, None] * n
+                    times = np.bincount((rows + offsets).ravel(), minlength=len(rows) * n).reshape(len(rows), n)
+                    times = times.astype(np.int32)
+                _, order, label, ties = plan
+                drawn_times = np.take(times, order, axis=1)
+                positives = drawn_times * label
+                aucs[i, at] = _auc_in_order(positives, drawn_times - positives, ties)
     return aucs
 
 

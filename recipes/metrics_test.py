@@ -26,6 +26,16 @@ class MetricsTest(TestCase):
     def test_auc_matches_the_pairwise_definition(self):
         self.assertAlmostEqual(auc(self.labels, self.scores), pairwise_auc(self.labels, self.scores), places=12)
 
+    def test_auc_of_weighted_labels_with_ties_matches_the_double_sum(self):
+        """A label in [0, 1] weighs its row as a positive (y) and as a negative (1 - y): the AUC is the double
+        sum over every pair of rows (a row with itself included), ties counting half."""
+        rng = np.random.default_rng(2)
+        labels = rng.choice([0.0, 0.25, 1.0], size=80)
+        scores = rng.integers(0, 7, size=80).astype(float)  # runs of ties, some of one row only
+        greater = (scores[:, None] > scores[None, :]) + 0.5 * (scores[:, None] == scores[None, :])
+        expected = (labels[:, None] * (1 - labels)[None, :] * greater).sum() / (labels.sum() * (1 - labels).sum())
+        self.assertAlmostEqual(auc(labels, scores), expected, places=12)
+
     def test_logloss_is_the_binary_cross_entropy_keras_reports(self):
         scores = np.clip(self.scores / 1.3, 0.0, 1.0)  # 0 and 1 included: the clip keeps it finite
         clipped = [min(max(s, 1e-7), 1 - 1e-7) for s in scores]
@@ -48,6 +58,20 @@ class MetricsTest(TestCase):
         self.assertAlmostEqual(gauc(users, labels, self.scores), expected_num / expected_den, places=12)
         with self.assertRaisesRegex(ZooError, "no user has both"):
             gauc(users, np.ones(60), self.scores)
+
+    def test_gauc_with_ties_and_interleaved_users_matches_the_per_user_definition(self):
+        rng = np.random.default_rng(5)
+        users = rng.choice(["u9", "a", "m3", "z", "b"], size=300)  # rows of a user scattered, text ids
+        labels = (rng.random(300) < 0.4).astype(float)
+        scores = rng.integers(0, 6, size=300) / 5.0  # many ties, within and across users
+        labels[users == "z"] = 0.0  # one class: left out
+        num = den = 0.0
+        for u in np.unique(users):
+            rows = users == u
+            if 0 < labels[rows].sum() < rows.sum():
+                num += rows.sum() * pairwise_auc(labels[rows], scores[rows])
+                den += rows.sum()
+        self.assertAlmostEqual(gauc(users, labels, scores), num / den, places=12)
 
     def test_rela_impr(self):
         self.assertAlmostEqual(rela_impr(0.75, 0.7), (0.25 / 0.2 - 1) * 100)
@@ -75,18 +99,21 @@ class MetricsTest(TestCase):
         self.assertAlmostEqual(result["difference"], pairwise_auc(labels, a) - pairwise_auc(labels, b), places=12)
 
     def test_bootstrap_aucs_with_ties_match_the_definition_whatever_the_chunk(self):
-        """Scores with many ties (a baseline's rates, a constant) and a resample of one class: each AUC is
+        """Scores with many ties (a baseline's rates, a constant: counted per distinct score), without ties and
+        with a few (counted per row, the shared scores set right), and a resample of one class: each AUC is
         pairwise_auc on the drawn rows (NaN for one class), and the chunking changes nothing."""
         rng = np.random.default_rng(5)
         labels = (rng.random(30) < 0.2).astype(float)
-        scores = np.stack([np.round(rng.random(30), 1), np.full(30, 0.3), rng.random(30) + labels])
+        few = rng.random(30) + 0.5 * labels
+        few[[3, 9, 17]] = few[[4, 12, 20]]  # three scores shared by two rows each
+        scores = np.stack([np.round(rng.random(30), 1), np.full(30, 0.3), rng.random(30) + labels, few])
         aucs = bootstrap_aucs(labels, scores, resamples=50, seed=11, chunk=7)
         np.testing.assert_array_equal(aucs, bootstrap_aucs(labels, scores, resamples=50, seed=11))
         rng = np.random.default_rng(11)
         for r in range(50):
             index = rng.integers(0, 30, size=30, dtype=np.int64)
             y = labels[index]
-            for m in range(3):
+            for m in range(4):
                 expected = pairwise_auc(y, scores[m][index]) if 0 < y.sum() < len(y) else np.nan
                 np.testing.assert_allclose(aucs[m, r], expected, rtol=1e-12, equal_nan=True)
         self.assertEqual(aucs[1][np.isfinite(aucs[1])].tolist(), [0.5] * int(np.isfinite(aucs[1]).sum()))

@@ -506,9 +506,10 @@ def _gauc_or_none(users, labels, scores):
 
 
 def _t95(n):
-    from scipy.stats import t
+    """Student's t quantile at 0.975 with n - 1 degrees of freedom (scipy.special's, lighter than scipy.stats')."""
+    from scipy.special import stdtrit
 
-    return float(t.ppf(0.975, n - 1)) if n > 1 else float("nan")
+    return float(stdtrit(n - 1, 0.975)) if n > 1 else float("nan")
 
 
 def markdown(summary):
