@@ -106,8 +106,9 @@ def check_spec_vocabularies(state, where="preprocessing"):
         if not name.startswith("statistics:") or not isinstance(table, dict):
             continue
         for edges, suffix in zip(table.get("edges") or (), ("seen", "positives", "rate")):
-            column = table.get("key", name.split(":", 1)[1])
-            feature_name = f"{(columns.get(column) or {}).get('feature', column)}_{suffix}"
+            key = table.get("key", name.split(":", 1)[1])
+            base = "_x_".join((columns.get(c) or {}).get("feature", c) for c in (key if isinstance(key, list) else [key]))
+            feature_name = f"{base}_{suffix}"
             for feature in schema.features:
                 if feature.name == feature_name and feature.vocabulary_size != len(edges) + 2:
                     raise ZooError(f"{where}: the fitted statistics '{name}' make {len(edges) + 2} bucket ids for "

@@ -73,7 +73,11 @@ Sections (every key is checked: an unknown one is refused by name, with the clos
   `--history-from` files) and in the raw signature (the request's history entries) alike. Any other key
   (a categorical user, cand or ctx column: the item, a category, a shop) counts the fitted log's rows
   while fitting; at scoring time and in the raw signature it reads the fitted table, the counts over the
-  whole fitted log per value (a value it never saw: 0 rows). Built in memory, by one process.
+  whole fitted log per value (a value it never saw: 0 rows). A pair `["<user>", "<column>"]` (a categorical
+  cand column that `history.fields` lists, e.g. a category) counts the user's earlier rows whose column
+  is the candidate's, and their positives: `cand_<user>_x_<column>_seen`/`_positives`/`_rate`, one per
+  candidate, read from the history as the user's own counts are (ids compared, so values unknown to the
+  fitted preprocessing all count as one). Built in memory, by one process.
 - `notes`: texts for people (`spec draft` writes what it guessed and why there); the engine ignores them.
 """
 
@@ -123,6 +127,12 @@ def _refuse_unknown(section, given, where):
             close = difflib.get_close_matches(str(key), known, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else f" (keys: {', '.join(known)})"
             raise ZooError(f"spec {where + ': ' if where else ''}unknown key '{key}'{hint}")
+
+
+def statistics_state(key):
+    """The fitted state's name of a statistics key: `statistics:<column>`, or for a pair
+    `statistics:["<user>", "<column>"]`."""
+    return "statistics:" + (json.dumps(list(key)) if isinstance(key, tuple) else key)
 
 
 def feature_name(column):
@@ -239,7 +249,8 @@ class DataSpec:
             "columns": {name: dict(options) for name, options in self.columns.items()},
             "history": None if self.history is None else dict(self.history),
             "sequence_length": self.sequence_length, "embedding_dim": self.embedding_dim, "split": dict(self.split),
-            "statistics": None if self.statistics is None else dict(self.statistics, keys=list(self.statistics["keys"])),
+            "statistics": None if self.statistics is None else dict(self.statistics, keys=[
+                list(k) if isinstance(k, tuple) else k for k in self.statistics["keys"]]),
             "notes": dict(self.notes),
         }
 
@@ -274,18 +285,24 @@ class DataSpec:
         return self.history_from_log() and self.history.get("feedback", False)
 
     def statistics_features(self):
-        """[(key column, group, [feature names: seen, positives, rate])] of the `statistics` section, in order:
-        the group is the key's role (the user key: "user"), so each statistic is an id of its key's group
-        (a cand key's: one per candidate)."""
+        """[(key, group, [feature names: seen, positives, rate])] of the `statistics` section, in order: the
+        group is the key's role (the user key: "user"), so each statistic is an id of its key's group (a cand
+        key's: one per candidate); a pair (the user, a cand column) is "cand", named `<user>_x_<column>_...`."""
         if self.statistics is None:
             return []
         out = []
         for key in self.statistics["keys"]:
-            options = self.columns.get(key)
-            base = options["feature"] if options else feature_name(key)
-            group = "user" if key == self.user else options["role"]
-            out.append((key, group, [f"{base}_{kind}" for kind in STATISTICS]))
+            if isinstance(key, tuple):
+                base = "_x_".join(self._feature_of(column) for column in key)
+                out.append((key, "cand", [f"{base}_{kind}" for kind in STATISTICS]))
+                continue
+            group = "user" if key == self.user else self.columns[key]["role"]
+            out.append((key, group, [f"{self._feature_of(key)}_{kind}" for kind in STATISTICS]))
         return out
+
+    def _feature_of(self, column):
+        options = self.columns.get(column)
+        return options["feature"] if options else feature_name(column)
 
     # ------------------------------------------------------------------ sections
     @staticmethod
@@ -523,18 +540,33 @@ class DataSpec:
             return None
         _refuse_unknown("statistics", statistics, "'statistics'")
         keys = statistics.get("keys")
-        if not isinstance(keys, list) or not keys or not all(isinstance(k, str) for k in keys) or len(set(keys)) < len(keys):
-            raise ZooError(f"spec 'statistics.keys': should list distinct column names, found {keys!r}")
+        if isinstance(keys, list):
+            keys = [tuple(k) if isinstance(k, list) and len(k) == 2 and all(isinstance(c, str) for c in k) else k
+                    for k in keys]
+        if not isinstance(keys, list) or not keys or not all(isinstance(k, (str, tuple)) for k in keys) or \
+                len(set(keys)) < len(keys):
+            raise ZooError(f"spec 'statistics.keys': should list distinct column names (or [user, column] pairs), "
+                           f"found {statistics.get('keys')!r}")
         if self.label.get("column") is None:
             raise ZooError("spec 'statistics': running positives need a label column (not events with sampled negatives)")
         if self.time is None:
             raise ZooError("spec 'statistics': running counts need a 'time' column (strictly earlier rows)")
         for key in keys:
-            where = f"spec 'statistics.keys': '{key}'"
-            if key == self.user:
+            where = f"spec 'statistics.keys': {list(key) if isinstance(key, tuple) else repr(key)}"
+            if key == self.user or isinstance(key, tuple):
+                if isinstance(key, tuple):
+                    user, column = key
+                    options = self.columns.get(column)
+                    if user != self.user or options is None or options["role"] != "cand" or \
+                            options["type"] != "categorical":
+                        raise ZooError(f"{where}: a pair is [the user '{self.user}', a categorical cand column]")
+                    if not self.history_from_log() or options["feature"] not in self.history["fields"]:
+                        raise ZooError(f"{where}: the pair counts the user's earlier rows of the candidate's {column}, "
+                                       f"so history.fields should list {options['feature']}")
                 if not self.feedback():
-                    raise ZooError(f"{where} is the user: its counts are read from the history, which needs "
-                                   "\"history\": {\"from\": \"log\", ..., \"feedback\": true}")
+                    raise ZooError(f"{where} {'counts' if isinstance(key, tuple) else 'is'} the user: its counts are "
+                                   "read from the history, which needs \"history\": {\"from\": \"log\", ..., "
+                                   "\"feedback\": true}")
                 continue
             options = self.columns.get(key)
             if options is None or options["type"] != "categorical" or options["role"] not in ("user", "cand", "ctx"):
@@ -598,7 +630,8 @@ class DataSpec:
         for key, group, names in self.statistics_features():
             taken = made.intersection(f"{group}_{name}" for name in names)
             if taken:
-                raise ZooError(f"spec 'statistics.keys': {taken.pop()} of '{key}' is also a column's feature")
+                raise ZooError(f"spec 'statistics.keys': {taken.pop()} of "
+                               f"{list(key) if isinstance(key, tuple) else repr(key)} is also a column's feature")
         hist = {o["feature"] for o in self.columns.values() if o["role"] == "hist"}
         if self.history_from_log():
             missing = hist - set(self.history["fields"])

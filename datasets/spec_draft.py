@@ -383,7 +383,11 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
     if keys:
         spec["statistics"] = {"keys": keys}
         notes["statistics"] = ("running counts per " + " and per ".join(keys) + ": earlier rows, earlier positives and "
-                               "a smoothed rate, from rows strictly earlier in time (num_<key>_seen/_positives/_rate)")
+                               "a smoothed rate, from rows strictly earlier in time (<key>_seen/_positives/_rate)")
+        attributes = [n for n, o in columns.items() if o["role"] == "cand" and n != item and "hash_buckets" not in o]
+        if user in keys and attributes:
+            notes["statistics"] += (f"; on request, a pair: add [\"{user}\", \"{attributes[0]}\"] to keys for the user's "
+                                    f"earlier rows of the candidate's {attributes[0]} (counted from the history)")
     spec["sequence_length"] = sequence_length
     spec["split"] = {"by": "time", "fractions": [0.8, 0.1, 0.1]} if time else {
         "by": "random", "fractions": [0.8, 0.1, 0.1], "seed": 0}

@@ -32,7 +32,7 @@ from zoo.datasets import fitted as fitted_state
 from zoo.datasets import spec_reading
 from zoo.datasets.reading import Repairs
 from zoo.datasets.process_group import ProcessGroup
-from zoo.datasets.spec import BUDGET, DataSpec
+from zoo.datasets.spec import BUDGET, DataSpec, statistics_state
 from zoo.errors import ZooError
 from zoo.feature import Feature
 from zoo.schema import NUMERIC_LIMIT, Schema
@@ -400,8 +400,8 @@ class _Build:
         """{column: ids [n] int32 or values [n] float32}, and for list columns (tokens ids, lengths)."""
         out = {}
         columns = self.spec.columns
-        keep_text = {self.spec.user, self.spec.item} - {None} | set(self.spec.statistics["keys"]
-                                                                    if self.spec.statistics else [])
+        keep_text = {self.spec.user, self.spec.item} - {None} | set(
+            key for key in (self.spec.statistics["keys"] if self.spec.statistics else []) if isinstance(key, str))
         for name, options in columns.items():
             if options["type"] == "categorical":
                 out[name] = self._categorical(name, options, self.data["text"][name], train)
@@ -541,7 +541,7 @@ class _Build:
             features.update(start=start, end=end, user=self.user_code, cand_time=data["time"])
         elif spec.history is not None:
             features.update(self._list_history(encoded))
-        features.update(self._statistics(store, start, end, train))
+        features.update(self._statistics(store, start, end, train, features))
         features["labels"] = data["label"]
         features["line"] = data["line"]
         features.update(self._raw_keys())
@@ -592,10 +592,11 @@ class _Build:
                 out[name] = key_hashes(text)
         return out
 
-    def _statistics(self, store, start, end, train):
+    def _statistics(self, store, start, end, train, features):
         """{num key: [n] float32} of the spec's running statistics (zoo.datasets.statistics): the user's from
-        its history's entries (store[start:end]), another key's from the rows of the log strictly earlier
-        (fitting) or from the fitted table (scoring)."""
+        its history's entries (store[start:end]), a (user, column) pair's from those of them whose column is
+        the row's (`_pair_counts`), another key's from the rows of the log strictly earlier (fitting) or from
+        the fitted table (scoring)."""
         from zoo.datasets import statistics
 
         spec, data, out = self.spec, self.data, {}
@@ -605,20 +606,34 @@ class _Build:
             self.states["statistics"] = {"kind": "statistics", "prior": float(data["label"][train].mean())}
         prior = self.states["statistics"]["prior"]
         for key, group, names in spec.statistics_features():
-            name = f"statistics:{key}"
+            name = statistics_state(key)
             if key == spec.user:
                 positive = np.r_[0, np.cumsum(store["hist_feedback"] == 2)]
                 seen, positives = (end - start).astype(np.float64), (positive[end] - positive[start]).astype(np.float64)
+            elif isinstance(key, tuple):
+                seen, positives = self._pair_counts(spec.columns[key[1]]["feature"], store, start, end, features)
             else:
                 seen, positives = self._key_counts(key, name)
             values = statistics.raw_values(seen, positives, prior, spec.statistics["prior_rows"])
             if self.fitted is None:
-                self.states[name] = dict(self.states.get(name, {"kind": "statistics", "key": key}),
+                self.states[name] = dict(self.states.get(name, {"kind": "statistics",
+                                                                "key": list(key) if isinstance(key, tuple) else key}),
                                          **statistics.fit(values, train, spec.statistics["buckets"]))
             scaled = statistics.transformed(values, self.states[name])
             for index, feature in enumerate(names):
                 out[f"{group}_{feature}"] = scaled[:, index]
         return out
+
+    @staticmethod
+    def _pair_counts(feature, store, start, end, features):
+        """(rows, positives) [n] of a (user, column) pair: the entries of each row's history (store[start:end],
+        its user's strictly earlier rows) whose `feature` id is the row's own candidate's, and how many of them
+        were positive (ids compared, as the raw signature compares them: a value the fitted preprocessing
+        does not know is the OOV id on both sides)."""
+        from zoo.datasets import statistics
+
+        return statistics.matching_counts(store[f"hist_{feature}"], store["hist_feedback"] == 2,
+                                          features[f"cand_{feature}"], start, end)
 
     def _key_counts(self, key, name):
         """(rows, positives) [n] of a non-user key: strictly earlier rows of the log (fitting; the table of the
@@ -752,7 +767,7 @@ class _Build:
                 for name in spec.time["derive"]:
                     features.append(Feature(name, "ctx", DERIVED_SIZES[name], spec.embedding_dim))
         for key, group, names in spec.statistics_features():
-            state = self.states[f"statistics:{key}"]
+            state = self.states[statistics_state(key)]
             features.extend(Feature(name, group, len(edges) + 2, spec.embedding_dim)
                             for name, edges in zip(names, state["edges"]))
         return Schema(features=features, sequence_length=spec.sequence_length if any(

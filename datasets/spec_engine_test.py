@@ -106,8 +106,9 @@ class ImpressionLogTest(TestCase):
             return out
 
         user, item = raw(users), raw(items)
+        pair = raw(np.array([f"{r['user_id']}|{r['category']}" for r in self.rows]))  # the user's rows of its category
         edges = {name: [np.unique(np.quantile(values[train, j], np.arange(1, 20) / 20)) for j in range(3)]
-                 for name, values in (("user", user), ("item", item))}
+                 for name, values in (("user", user), ("item", item), ("pair", pair))}
         for split in ("train", "validation", "test"):
             features, _, lines = everything(processed, split)
             index = lines - 2
@@ -116,6 +117,8 @@ class ImpressionLogTest(TestCase):
                                               1 + np.searchsorted(edges["user"][j], user[index, j], side="right"), kind)
                 np.testing.assert_array_equal(features[f"cand_item_id_{kind}"][:, 0],
                                               1 + np.searchsorted(edges["item"][j], item[index, j], side="right"), kind)
+                np.testing.assert_array_equal(features[f"cand_user_id_x_category_{kind}"][:, 0],
+                                              1 + np.searchsorted(edges["pair"][j], pair[index, j], side="right"), kind)
             for k, i in enumerate(index):  # each history entry's feedback is its earlier row's label
                 earlier = np.flatnonzero((users == users[i]) & (times < times[i]))
                 earlier = earlier[np.argsort(times[earlier], kind="stable")][-4:]
@@ -156,6 +159,11 @@ class ImpressionLogTest(TestCase):
             self.assertEqual(features["user_user_id_seen"][k], 1 + np.searchsorted(edges["user"][0], seen, side="right"))
             count = int((items == rows[i]["item_id"]).sum())  # 0 for a new item
             self.assertEqual(features["cand_item_id_seen"][k, 0], 1 + np.searchsorted(edges["item"][0], count, side="right"))
+            known = set(state["category"]["tokens"])  # ids compared: every unknown category is the OOV id
+            category = np.array([r["category"] if r["category"] in known else None for r in rows], dtype=object)
+            same = int(((later_users == later_users[i]) & (category == category[i]) & (later_times < later_times[i])).sum())
+            self.assertEqual(features["cand_user_id_x_category_seen"][k, 0],
+                             1 + np.searchsorted(edges["pair"][0], same, side="right"))
 
     def test_history_from_an_earlier_log_equals_scoring_the_concatenated_log(self):
         fitted = self.prepare().preprocessing()

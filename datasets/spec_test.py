@@ -48,6 +48,11 @@ class DataSpecValuesTest(TestCase):
             (lambda s: s["statistics"].update(keys=["device_typo"]), r"'device_typo' should be the user or a categorical"),
             (lambda s: s["statistics"].update(keys=["price"]), r"'price' should be the user or a categorical"),
             (lambda s: s["statistics"].update(keys=[]), r"'statistics.keys': should list distinct column names"),
+            (lambda s: s["statistics"].update(keys=[["item_id", "category"]]),
+             r"\['item_id', 'category'\]: a pair is \[the user 'user_id', a categorical cand column\]"),
+            (lambda s: s["statistics"].update(keys=[["user_id", "device"]]), r"a pair is \[the user 'user_id'"),
+            (lambda s: s["statistics"].update(keys=[["user_id", "title"]]), r"so history.fields should list title"),
+            (lambda s: s["statistics"].update(keys=[["user_id", "category"]] * 2), r"should list distinct column names"),
             (lambda s: s["statistics"].update(prior_rows=0), r"'statistics.prior_rows': should be a number in"),
             (lambda s: s["statistics"].update(buckets=10**6), r"'statistics.buckets': 1,000,000 is past the budget"),
             (lambda s: s["history"].update(feedback="yes"), r"'history.feedback': should be true or false"),
@@ -61,6 +66,9 @@ class DataSpecValuesTest(TestCase):
                 DataSpec(mutated(change))
         self.assertEqual(DataSpec(impression_spec()).statistics_features()[1],
                          ("item_id", "cand", ["item_id_seen", "item_id_positives", "item_id_rate"]))
+        self.assertEqual(DataSpec(impression_spec()).statistics_features()[2], (("user_id", "category"), "cand", [
+            "user_id_x_category_seen", "user_id_x_category_positives", "user_id_x_category_rate"]))
+        self.assertEqual(DataSpec(impression_spec()).to_dict()["statistics"]["keys"][2], ["user_id", "category"])
 
     def test_a_spec_file_nested_too_deeply_is_one_line(self):
         path = os.path.join(self.get_temp_dir(), "deep.json")

@@ -39,6 +39,21 @@ def earlier_counts(keys, times, labels):
     return rows[back], positives[back]
 
 
+def matching_counts(values, positive, own, start, end):
+    """(rows [n], positives [n]) float64: for each row i, how many of values[start_i:end_i] equal own_i, and
+    how many of those are `positive` (values, positive: [S], a store of entries in order; own, start, end:
+    [n]). A user x category pair's counts: the entries are the user's strictly earlier rows."""
+    values, own = np.asarray(values, np.int64), np.asarray(own, np.int64).reshape(-1)
+    size = len(values) + 1
+    keyed = values * size + np.arange(len(values))  # each entry by (its value, its place): sorted, one range per row
+    order = np.argsort(keyed)
+    keyed = keyed[order]
+    before = np.r_[0, np.cumsum(np.asarray(positive, bool)[order])]
+    low = np.searchsorted(keyed, own * size + np.asarray(start, np.int64))
+    high = np.searchsorted(keyed, own * size + np.asarray(end, np.int64))
+    return (high - low).astype(np.float64), (before[high] - before[low]).astype(np.float64)
+
+
 def smoothed_rate(positives, rows, prior, prior_rows):
     """(positives + a p) / (rows + a): the rate pulled toward the prior p by a = prior_rows pseudo-rows."""
     return (positives + prior_rows * prior) / (rows + prior_rows)

@@ -42,7 +42,8 @@ def impression_spec(sequence_length=10, split=None, statistics=True, feedback=Tr
     """The spec `python -m zoo spec draft` gives for this log with --label clicked --time ts --user user_id
     --item item_id, written out (the drafting test checks that the draft equals it in what matters).
     `statistics=False` leaves out the running statistics (built in memory only: not by a streaming build
-    or a process group), `feedback=False` the history's labels (and the user's statistics read from them)."""
+    or a process group), `feedback=False` the history's labels (and the user's statistics read from them, the
+    user's and the user x category pair's)."""
     spec = {
         "source": {"format": "csv", "delimiter": ",", "header": True},
         "label": {"column": "clicked"},
@@ -58,7 +59,7 @@ def impression_spec(sequence_length=10, split=None, statistics=True, feedback=Tr
             "price": {"role": "num", "type": "numeric", "log1p": True},
         },
         "history": {"from": "log", "fields": ["item_id", "category"], "feedback": feedback},
-        "statistics": {"keys": ["user_id", "item_id"] if feedback else ["item_id"]},
+        "statistics": {"keys": ["user_id", "item_id", ["user_id", "category"]] if feedback else ["item_id"]},
         "sequence_length": sequence_length,
         "split": split or {"by": "time", "fractions": [0.8, 0.1, 0.1]},
     }

@@ -40,7 +40,7 @@ export refuses it with one line; unix seconds, milliseconds and ISO 8601 are par
 
 import numpy as np
 
-from zoo.datasets.spec import DataSpec, feature_name
+from zoo.datasets.spec import DataSpec, feature_name, statistics_state
 from zoo.datasets.spec_reading import MAX_TIME
 from zoo.datasets.statistics import smoothed_rate
 from zoo.errors import ZooError
@@ -267,19 +267,26 @@ class RawPreprocessing:
         self.repaired.append(tf.reduce_sum(tf.reshape(tf.cast(beyond, tf.int32), (tf.shape(text)[0], -1)), axis=1))
         return tf.cast(tf.clip_by_value(values, -NUMERIC_LIMIT, NUMERIC_LIMIT), tf.float32)
 
-    def statistics(self, key, group, names, inputs, by_column):
+    def statistics(self, key, group, names, inputs, by_column, features):
         """{feature key: int32 bucket ids} of a key's running statistics (zoo.datasets.statistics): the user's
-        from the request's history entries (counted in `_history`), another key's from the fitted table of
-        the whole fitted log; [B] for a user or ctx key, [B, M] for a cand key."""
+        from the request's history entries (counted in `_history`), a (user, column) pair's from those of
+        them whose column's id is the candidate's, another key's from the fitted table of the whole fitted
+        log; [B] for a user or ctx key, [B, M] for a cand key or a pair."""
         import tensorflow as tf
 
         spec = self.spec
-        state, prior = self.states[f"statistics:{key}"], self.states["statistics"]["prior"]
+        state, prior = self.states[statistics_state(key)], self.states["statistics"]["prior"]
         if key == spec.user:
             rows, positives = self.earlier
+        elif isinstance(key, tuple):
+            feature = spec.columns[key[1]]["feature"]
+            entries, own = self.entries[f"hist_{feature}"], features[f"cand_{feature}"]  # [B, H], [B, M]
+            match = self.entries["kept"][:, None, :] & tf.equal(entries[:, None, :], own[:, :, None])  # [B, M, H]
+            rows = tf.reduce_sum(tf.cast(match, tf.float64), axis=2)
+            positives = tf.reduce_sum(tf.cast(match & self.entries["positive"][:, None, :], tf.float64), axis=2)
         else:
             text = inputs[by_column[(key, "cand" if spec.columns[key]["role"] == "cand" else "row")]]
-            index = self.tables[f"statistics:{key}"].lookup(text)
+            index = self.tables[statistics_state(key)].lookup(text)
             rows = tf.gather(tf.constant(np.r_[0.0, np.asarray(state["rows"], np.float64)]), index)
             positives = tf.gather(tf.constant(np.r_[0.0, np.asarray(state["positives"], np.float64)]), index)
         prior_rows = float(spec.statistics["prior_rows"])
@@ -315,15 +322,18 @@ class RawPreprocessing:
 
         kept = newest(keep, False)
         out = {}
+        self.entries = {"kept": keep}  # every entry before the request's time, before the cut to L (the statistics')
         unknown = tf.zeros(tf.shape(first)[:1], tf.int32)
         for key_name, (column, text) in fields.items():
             if key_name == "hist_feedback":
                 ids = feedback_ids(text, self.spec.label)
                 self.earlier = (tf.reduce_sum(tf.cast(keep, tf.float64), axis=1),  # before the cut to L
                                 tf.reduce_sum(tf.cast(keep & tf.equal(ids, 2), tf.float64), axis=1))
+                self.entries["positive"] = tf.equal(ids, 2)
                 out[key_name] = tf.where(kept, newest(ids, 0), 0)
                 continue
             ids, oov = self.ids(column, text)
+            self.entries[key_name] = ids
             out[key_name] = tf.where(kept, newest(ids, 0), 0)
             unknown += tf.reduce_sum(tf.cast(tf.where(kept, newest(oov, False), False), tf.int32), axis=1)
         if times is not None:
@@ -389,7 +399,7 @@ class RawPreprocessing:
                 value = (local // 3600) % 24 + 1 if name == "hour" else (local // 86400 + 3) % 7 + 1
                 features[f"ctx_{name}"] = tf.cast(value, tf.int32)
         for key, group, names in spec.statistics_features():
-            features.update(self.statistics(key, group, names, inputs, by_column))
+            features.update(self.statistics(key, group, names, inputs, by_column, features))
         if schema.time:
             candidates = tf.shape(next(v for k, v in features.items() if k.startswith("cand_")))[1]
             features["cand_time"] = tf.tile(request_time[:, None], tf.stack([1, candidates]))
