@@ -72,16 +72,25 @@ def baseline_scores(train, rows):
     return scores
 
 
-def compare(labels, model_scores, baselines, resamples=2_000):
+# Bootstrap resamples of the scored rows, for `compare` here and zoo.recipes.compare's leaderboard. On the
+# own-data log's 15,000 later rows (benchmarks/own_data_compare.py) the 95% interval's ends moved by 0.00008
+# (s.d. over 12 bootstrap seeds) at 1,000 resamples and at 2,000 alike, on an interval 0.004 wide; each
+# resample costs its share of the time after training (issue #36: compare within 5% of its models'
+# training; issue #39: `fit` on 1M Criteo rows spent 14 of its 19 s after the epochs in 2 x 2,000).
+RESAMPLES = 1_000
+
+
+def compare(labels, model_scores, baselines, resamples=None):
     """{"rows": [{"name", "auc", "logloss"}], "best": the best baseline's name, "lead": the model's AUC minus
     the best baseline's, "bootstrap": paired bootstrap of that difference, "beats": whether its 95% interval
-    lies above 0} of a model's scores against the baselines' on the same rows."""
+    lies above 0} of a model's scores against the baselines' on the same rows (`RESAMPLES` resamples unless
+    `resamples` says)."""
     labels = np.asarray(labels, np.float64).reshape(-1)
     rows = [{"name": name, "auc": auc(labels, s), "logloss": logloss(labels, s)} for name, s in baselines.items()]
     best = max(rows, key=lambda r: r["auc"])
     model_auc = auc(labels, model_scores)
     bootstrap = paired_bootstrap(labels, np.asarray(model_scores, np.float64).reshape(-1), baselines[best["name"]],
-                                 resamples=resamples)
+                                 resamples=resamples or RESAMPLES)
     return {"rows": rows, "best": best["name"], "lead": model_auc - best["auc"], "bootstrap": bootstrap,
             "beats": bootstrap["ci95"][0] > 0}
 
@@ -110,7 +119,7 @@ def split_arrays(processed, split, user_key=None, item_key=None):
     return arrays
 
 
-def against_baselines(model, processed, split, dataset, user_key=None, item_key=None, resamples=2_000,
+def against_baselines(model, processed, split, dataset, user_key=None, item_key=None, resamples=None,
                       predicted=None):
     """`compare` of `model`'s scores on `dataset` (the split's rows in order, as make_dataset reads them
     unshuffled) against the baselines of that split, fitted on the training split. `predicted`: the

@@ -48,11 +48,7 @@ PATIENCE = 2  # epochs without a better validation AUC before a run on a team's 
 # recipe's 256 (later rows 0.7560 against 0.7392; one seed, the best validation epoch of each).
 BATCH_SIZE = 1024
 EPOCHS = 10  # at most: each run stops early (the best validation epoch has always come within 4 here)
-# Resamples of the scored rows (shared by every model and the baseline of one set of rows). On the own-data
-# log's 15,000 later rows (benchmarks/own_data_compare.py), the 95% interval's ends moved by 0.00008 (s.d.
-# over 12 bootstrap seeds) at 1,000 resamples and at 2,000 alike, on an interval 0.004 wide; each resample
-# costs its share of compare's own time (issue #36: at most 5% of its models' training).
-BOOTSTRAP = 1_000
+BOOTSTRAP = baseline_recipes.RESAMPLES  # resamples of the scored rows, shared by every model and the baseline of one set
 
 
 class Comparison(Reproduction):

@@ -161,7 +161,8 @@ def bootstrap_aucs(labels, scores, resamples=10_000, seed=0, chunk=None):
     many times it drew each row: one bincount, shared by the vectors); a vector reads those counts in its
     own score order and scores them as `auc` scores all rows, each row weighing its count. A vector whose
     rows mostly share scores (a baseline's rates) counts the drawn positives and negatives per distinct
-    score instead (one bincount of its own), which is faster there; both give the same AUC. `chunk` resamples are drawn at a time (default: about four million drawn rows); the draws, and
+    score instead (one bincount of its own), which is faster there; both give the same AUC. A constant
+    vector (the global rate) scores 1/2 on every resample holding both classes. `chunk` resamples are drawn at a time (default: about four million drawn rows); the draws, and
     the result, do not depend on it."""
     labels = _as_1d("labels", labels)
     scores = np.asarray(scores, "float64")
@@ -177,7 +178,9 @@ def bootstrap_aucs(labels, scores, resamples=10_000, seed=0, chunk=None):
     plans = []  # per vector: how a resample's AUC is counted
     for vector in scores:
         order, ties = _score_order(vector)
-        if ties is not None and len(ties[0]) > n // 4:  # many shared scores: count the rows drawn per distinct score
+        if ties is not None and len(ties[0]) == n and vector[0] == vector[-1]:  # one score (the global rate): 1/2
+            plans.append(("constant",))
+        elif ties is not None and len(ties[0]) > n // 4:  # many shared scores: count the rows drawn per distinct score
             distinct, rank = np.unique(vector, return_inverse=True)
             plans.append(("per score", len(distinct), positive.astype(np.int64) * len(distinct) + rank.reshape(-1)))
         else:  # read each row's count in score order, shared scores set right after
@@ -189,7 +192,13 @@ def bootstrap_aucs(labels, scores, resamples=10_000, seed=0, chunk=None):
         for first in range(0, count, block):
             rows, times = drawn[first:first + block], None
             at = slice(start + first, start + first + len(rows))
+            if ("constant",) in plans:  # a constant vector's AUC is 1/2 where a resample holds both classes
+                drawn_positives = positive[rows].sum(axis=1)
+                halves = np.where((drawn_positives > 0) & (drawn_positives < n), 0.5, np.nan)
             for i, plan in enumerate(plans):
+                if plan[0] == "constant":
+                    aucs[i, at] = halves
+                    continue
                 if plan[0] == "per score":  # [resamples, 2, distinct scores]: negatives, then positives
                     _, groups, key = plan
                     offsets = np.arange(len(rows), dtype=np.int64)[:, None] * (2 * groups)
