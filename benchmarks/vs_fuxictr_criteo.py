@@ -1,8 +1,10 @@
-"""The zoo's DeepFM against FuxiCTR's on Criteo-format rows, from the raw file to test metrics: epoch by
-epoch over seeds, with each side's whole wall time, preprocessing CPU time and peak memory (issues #39, #40).
+"""The zoo's DeepFM (or DCN-v2) against FuxiCTR's on Criteo-format rows, from the raw file to test metrics:
+epoch by epoch over seeds, with each side's whole wall time, preprocessing CPU time and peak memory (issues
+#39, #40).
 
     python benchmarks/vs_fuxictr_criteo.py --fuxictr-python ~/fuxi/bin/python --fuxictr-zoo ~/FuxiCTR/model_zoo
     python benchmarks/vs_fuxictr_criteo.py --rows 1000000 --seeds 0 --backends tensorflow   # the zoo side only
+    python benchmarks/vs_fuxictr_criteo.py --model dcnv2 --rows 1000000 --epochs 1 --seeds 0 --fuxictr-python ...
 
 Rows: --rows generated rows in Criteo's format (CSV with the header label,I1..I13,C1..C26; 13 counts with
 ~21% empty, 26 categories drawn Zipf-like from fields of 10 to 200,000 values) whose label carries signal:
@@ -17,7 +19,9 @@ Preprocessing, the same on both sides (BARS' Criteo_x4, FuxiCTR's benchmark): a 
 count x > 2 -> floor(ln(x)^2), else int(x), used as a category; categories seen fewer than 10 times in
 the training rows -> OOV; an empty category is a value of its own. Model, the same sizes on both sides:
 DeepFM with 16-dimensional embeddings, MLP (200, 80) Dense -> BatchNorm -> Dice (the zoo's defaults),
-Adam 1e-3, batch 1024, --epochs epochs; each side evaluates the validation rows after every epoch and
+Adam 1e-3, batch 1024, --epochs epochs. With --model dcnv2, DCN-v2 instead on both sides: 3 full-rank cross
+layers and that MLP side by side ("parallel", FuxiCTR's DCNv2 with parallel_dnn_hidden_units (200, 80),
+Dice and BatchNorm; the zoo's dcnv2 defaults), the two combined by one linear layer; each side evaluates the validation rows after every epoch and
 keeps its best validation epoch for the test metrics (the zoo: `zoo.recipes.train`, the documented path
 of `python -m zoo fit`, which also writes its reports, figures and baselines; FuxiCTR: save_best_only).
 Each cell (side, seed) runs in its own process, one at a time: whole s is that process' wall time
@@ -25,7 +29,8 @@ Each cell (side, seed) runs in its own process, one at a time: whole s is that p
 fresh cache; FuxiCTR: FeatureProcessor fit + build_dataset), peak MB its peak resident memory; a second
 table splits the whole time into phases (class Phases: startup, preprocessing, each epoch's training and
 validation passes, what follows the epochs) with the steady training rate of the epochs after the first. Results
-go to OUT/cells.jsonl (a rerun skips the cells there) and OUT/table_ROWS.md (mean +- s.d. over the seeds).
+go to OUT/cells.jsonl (a rerun skips the cells there) and OUT/table_ROWS.md (DCN-v2: table_dcnv2_ROWS.md; mean
++- s.d. over the seeds).
 """
 
 import argparse
@@ -175,7 +180,7 @@ def zoo_cell(spec):
 
     zoo.recipes.fit = timed_fit
     started = time.perf_counter()
-    result = zoo.recipes.train("deepfm", source, spec["out"], recipe=recipe, epochs=spec["epochs"], batch_size=1024,
+    result = zoo.recipes.train(spec.get("model", "deepfm"), source, spec["out"], recipe=recipe, epochs=spec["epochs"], batch_size=1024,
                                hyperparameters=SIZES, log=None)
     phases.after_fit_s = time.perf_counter() - started - phases.fit_s
     return {"val_auc": [float(v) for v in result["history"]["val_auc"]], "kept_epoch": result["kept_epoch"],
@@ -186,7 +191,7 @@ def zoo_cell(spec):
 
 
 def fuxictr_cell(spec):
-    """Runs in FuxiCTR's environment (imports no zoo code): its DeepFM from the three CSV files."""
+    """Runs in FuxiCTR's environment (imports no zoo code): its DeepFM or DCNv2 from the three CSV files."""
     import logging
     import resource
 
@@ -199,7 +204,7 @@ def fuxictr_cell(spec):
 
     logging.basicConfig(level=logging.WARNING)
     sys.path.insert(0, spec["folder"])
-    import src  # FuxiCTR's model_zoo/DeepFM/DeepFM_torch/src
+    import src  # FuxiCTR's model_zoo/DeepFM/DeepFM_torch/src or model_zoo/DCNv2/src
 
     class Processor(FeatureProcessor):
         def convert_to_bucket(self, name):  # BARS Criteo_x4: x > 2 -> floor(ln(x)^2), else int(x)
@@ -229,6 +234,10 @@ def fuxictr_cell(spec):
         "min_categr_count": 10, "embedding_dim": 16, "hidden_units": list(SIZES["mlp_units"]),
         "hidden_activations": "Dice", "batch_norm": True, "net_dropout": 0,
     }
+    if spec.get("model") == "dcnv2":  # the zoo's dcnv2 defaults: 3 full-rank cross layers beside the MLP
+        params.update(model_id="DCNv2_zoo", model_structure="parallel", use_low_rank_mixture=False,
+                      num_cross_layers=3, parallel_dnn_hidden_units=list(SIZES["mlp_units"]), stacked_dnn_hidden_units=[],
+                      dnn_activations="Dice")
     (Path(params["model_root"]) / dataset_id).mkdir(parents=True, exist_ok=True)
     seed_everything(seed=params["seed"])
     started, cpu_started = time.perf_counter(), cpu()
@@ -239,7 +248,7 @@ def fuxictr_cell(spec):
     prep_cpu, prep_wall = cpu() - cpu_started, time.perf_counter() - started
     feature_map = FeatureMap(dataset_id, str(Path(data_root) / dataset_id))
     feature_map.load(str(Path(data_root) / dataset_id / "feature_map.json"), params)
-    model = src.DeepFM(feature_map, **params)
+    model = (src.DCNv2 if spec.get("model") == "dcnv2" else src.DeepFM)(feature_map, **params)
 
     def generators(stage):
         made = RankDataLoader(feature_map, stage=stage, **params)
@@ -319,6 +328,7 @@ def table(cells, sides, epochs):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", choices=("deepfm", "dcnv2"), default="deepfm")
     parser.add_argument("--rows", type=int, default=300_000)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--epochs", type=int, default=3)
@@ -338,7 +348,9 @@ def main():
     if args.zoo_cell or args.fuxictr_cell:
         return answer(zoo_cell, args.zoo_cell) if args.zoo_cell else answer(fuxictr_cell, args.fuxictr_cell)
     log = CellLog(args.out)
-    done = log.done("side", "seed", "rows")
+    for cell in log.cells:  # (cells from before --model were DeepFM's)
+        cell.setdefault("model", "deepfm")
+    done = log.done("side", "seed", "rows", "model")
     sides = ([f"zoo {b}" for b in args.backends] + [f"zoo {b}, clip 10" for b in args.clip_backends]
              + [f"zoo {b}, lazy Adam" for b in args.lazy_backends]
              + (["FuxiCTR"] if args.fuxictr_python else []))
@@ -350,29 +362,29 @@ def main():
         parts, train_rows = split_files(csv, scratch)
         for seed in args.seeds:
             for side in sides:
-                if (side, seed, args.rows) in done:
+                if (side, seed, args.rows, args.model) in done:
                     continue
                 work = Path(scratch) / f"{side.replace(' ', '_').replace(',', '')}{seed}"
                 shutil.rmtree(work, ignore_errors=True)
                 work.mkdir()
                 if side == "FuxiCTR":
+                    folder = Path(args.fuxictr_zoo) / ("DCNv2" if args.model == "dcnv2" else "DeepFM/DeepFM_torch")
                     cell = {"csv": parts, "dir": str(work), "epochs": args.epochs, "seed": seed,
-                            "train_rows": train_rows,
-                            "folder": str((Path(args.fuxictr_zoo) / "DeepFM" / "DeepFM_torch").resolve())}
+                            "train_rows": train_rows, "model": args.model, "folder": str(folder.resolve())}
                     result = run_cell([args.fuxictr_python, __file__, "--fuxictr-cell", json.dumps(cell)],
                                       dict(os.environ, PYTHONPATH="", OMP_WAIT_POLICY="PASSIVE"))
                 else:
                     cell = {"csv": csv, "spec": spec_path, "out": str(work / "run"), "epochs": args.epochs,
-                            "seed": seed, "train_rows": train_rows,
+                            "seed": seed, "train_rows": train_rows, "model": args.model,
                             "clipnorm": 10.0 if side.endswith("clip 10") else None,
                             "table_update": "lazy_adam" if side.endswith("lazy Adam") else None}
                     env = dict(os.environ, KERAS_BACKEND=side.split()[1].rstrip(","), TF_CPP_MIN_LOG_LEVEL="3",
                                PYTHONPATH=str(ROOT), ZOO_DATA_CACHE=str(work / "cache"))
                     result = run_cell([sys.executable, __file__, "--zoo-cell", json.dumps(cell)], env)
-                log.add({"side": side, "seed": seed, "rows": args.rows, **result})
+                log.add({"side": side, "seed": seed, "rows": args.rows, "model": args.model, **result})
                 shutil.rmtree(work, ignore_errors=True)
-    text = table([c for c in log.cells if c["rows"] == args.rows], sides, args.epochs)
-    (log.out / f"table_{args.rows}.md").write_text(text + "\n")
+    text = table([c for c in log.cells if c["rows"] == args.rows and c["model"] == args.model], sides, args.epochs)
+    (log.out / f"table_{'' if args.model == 'deepfm' else 'dcnv2_'}{args.rows}.md").write_text(text + "\n")
     print(text)
 
 
