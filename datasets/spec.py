@@ -557,10 +557,15 @@ class DataSpec:
                 if isinstance(key, tuple):
                     user, column = key
                     options = self.columns.get(column)
+                    if self.user is None:
+                        raise ZooError(f"{where}: a pair counts the rows of the spec's 'user', which is not set")
                     if user != self.user or options is None or options["role"] != "cand" or \
                             options["type"] != "categorical":
                         raise ZooError(f"{where}: a pair is [the user '{self.user}', a categorical cand column]")
-                    if not self.history_from_log() or options["feature"] not in self.history["fields"]:
+                    if not self.history_from_log():
+                        raise ZooError(f"{where}: the pair is counted from the user's history, which needs "
+                                       "\"history\": {\"from\": \"log\", ...}")
+                    if options["feature"] not in self.history["fields"]:
                         raise ZooError(f"{where}: the pair counts the user's earlier rows of the candidate's {column}, "
                                        f"so history.fields should list {options['feature']}")
                 if not self.feedback():

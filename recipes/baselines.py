@@ -90,7 +90,7 @@ def compare(labels, model_scores, baselines, resamples=None):
     best = max(rows, key=lambda r: r["auc"])
     model_auc = auc(labels, model_scores)
     bootstrap = paired_bootstrap(labels, np.asarray(model_scores, np.float64).reshape(-1), baselines[best["name"]],
-                                 resamples=resamples or RESAMPLES)
+                                 resamples=RESAMPLES if resamples is None else resamples)
     return {"rows": rows, "best": best["name"], "lead": model_auc - best["auc"], "bootstrap": bootstrap,
             "beats": bootstrap["ci95"][0] > 0}
 

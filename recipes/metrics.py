@@ -54,13 +54,15 @@ def _auc_in_order(positives, negatives, ties):
         whole, earlier = np.take(running, last, axis=-1) - start, before - start  # at its score; before it there
         twice_wins += np.einsum("...g,...g->...", tied_positives, whole - 2 * earlier - tied_negatives,
                                 dtype=np.float64)
-    total = positives.sum(axis=-1, dtype=np.float64) * through[..., -1]
+    total = positives.sum(axis=-1, dtype=np.float64) * (through[..., -1] if through.shape[-1] else 0)
     return np.where(total > 0, twice_wins / 2 / np.where(total > 0, total, 1), np.nan)
 
 
 def auc(labels, scores):
     """Exact ROC AUC (ties count half); NaN when only one class is present."""
     labels, scores = _as_1d("labels", labels), _as_1d("scores", scores)
+    if len(labels) != len(scores):
+        raise ZooError(f"auc needs one score per label: {len(labels)} labels, {len(scores)} scores")
     order, ties = _score_order(scores)
     return float(_auc_in_order(labels[order], 1 - labels[order], ties))
 
@@ -82,6 +84,8 @@ def gauc(user_ids, labels, scores):
         raise ZooError(
             f"gauc needs one user id per row: {len(user_ids)} ids, {len(labels)} labels, {len(scores)} scores"
         )
+    if not len(labels):
+        raise ZooError("gauc is undefined: no rows")
     user = np.unique(user_ids, return_inverse=True)[1].reshape(-1)
     order = np.lexsort((scores, user))
     user, score, label = user[order], scores[order], labels[order]
@@ -157,13 +161,14 @@ def bootstrap_aucs(labels, scores, resamples=10_000, seed=0, chunk=None):
 
     Each resample draws N row indices uniformly with replacement (seeded); every vector is scored on each
     resample, which is what pairs them. The resamples are drawn once for all M vectors, so a table's
-    summary scores each (row, seed) once instead of once per comparison. A resample is counted once (how
-    many times it drew each row: one bincount, shared by the vectors); a vector reads those counts in its
-    own score order and scores them as `auc` scores all rows, each row weighing its count. A vector whose
-    rows mostly share scores (a baseline's rates) counts the drawn positives and negatives per distinct
-    score instead (one bincount of its own), which is faster there; both give the same AUC. A constant
-    vector (the global rate) scores 1/2 on every resample holding both classes. `chunk` resamples are drawn at a time (default: about four million drawn rows); the draws, and
-    the result, do not depend on it."""
+    summary scores each (row, seed) once instead of once per comparison. Labels are read as 0/1 (a label
+    above 1/2 is a positive). A resample is counted once (how many times it drew each row: one bincount,
+    shared by the vectors); a vector reads those counts in its own score order and scores them as `auc`
+    scores 0/1 labels, each row weighing its count. A vector whose rows mostly share scores (a baseline's
+    rates) counts the drawn positives and negatives per distinct score instead (one bincount of its own),
+    which is faster there; both give the same AUC. A constant vector (the global rate) scores 1/2 on every
+    resample holding both classes. `chunk` resamples are drawn at a time (default: about four million
+    drawn rows); the draws, and the result, do not depend on it."""
     labels = _as_1d("labels", labels)
     scores = np.asarray(scores, "float64")
     if scores.ndim != 2 or scores.shape[1] != len(labels):
@@ -178,7 +183,7 @@ def bootstrap_aucs(labels, scores, resamples=10_000, seed=0, chunk=None):
     plans = []  # per vector: how a resample's AUC is counted
     for vector in scores:
         order, ties = _score_order(vector)
-        if ties is not None and len(ties[0]) == n and vector[0] == vector[-1]:  # one score (the global rate): 1/2
+        if vector[order[0]] == vector[order[-1]]:  # one score for every row (the global rate): 1/2
             plans.append(("constant",))
         elif ties is not None and len(ties[0]) > n // 4:  # many shared scores: count the rows drawn per distinct score
             distinct, rank = np.unique(vector, return_inverse=True)

@@ -35,6 +35,9 @@ class MetricsTest(TestCase):
         greater = (scores[:, None] > scores[None, :]) + 0.5 * (scores[:, None] == scores[None, :])
         expected = (labels[:, None] * (1 - labels)[None, :] * greater).sum() / (labels.sum() * (1 - labels).sum())
         self.assertAlmostEqual(auc(labels, scores), expected, places=12)
+        self.assertTrue(np.isnan(auc([], [])))
+        with self.assertRaisesRegex(ZooError, "auc needs one score per label: 3 labels, 2 scores"):
+            auc([0, 1, 1], [0.2, 0.4])
 
     def test_logloss_is_the_binary_cross_entropy_keras_reports(self):
         scores = np.clip(self.scores / 1.3, 0.0, 1.0)  # 0 and 1 included: the clip keeps it finite
@@ -58,6 +61,8 @@ class MetricsTest(TestCase):
         self.assertAlmostEqual(gauc(users, labels, self.scores), expected_num / expected_den, places=12)
         with self.assertRaisesRegex(ZooError, "no user has both"):
             gauc(users, np.ones(60), self.scores)
+        with self.assertRaisesRegex(ZooError, "gauc is undefined: no rows"):
+            gauc([], [], [])
 
     def test_gauc_with_ties_and_interleaved_users_matches_the_per_user_definition(self):
         rng = np.random.default_rng(5)
@@ -106,14 +111,15 @@ class MetricsTest(TestCase):
         labels = (rng.random(30) < 0.2).astype(float)
         few = rng.random(30) + 0.5 * labels
         few[[3, 9, 17]] = few[[4, 12, 20]]  # three scores shared by two rows each
-        scores = np.stack([np.round(rng.random(30), 1), np.full(30, 0.3), rng.random(30) + labels, few])
+        two = np.where(np.arange(30) % 3 == 1, 0.2, 0.1)  # two scores, the first and last rows alike
+        scores = np.stack([np.round(rng.random(30), 1), np.full(30, 0.3), rng.random(30) + labels, few, two])
         aucs = bootstrap_aucs(labels, scores, resamples=50, seed=11, chunk=7)
         np.testing.assert_array_equal(aucs, bootstrap_aucs(labels, scores, resamples=50, seed=11))
         rng = np.random.default_rng(11)
         for r in range(50):
             index = rng.integers(0, 30, size=30, dtype=np.int64)
             y = labels[index]
-            for m in range(4):
+            for m in range(5):
                 expected = pairwise_auc(y, scores[m][index]) if 0 < y.sum() < len(y) else np.nan
                 np.testing.assert_allclose(aucs[m, r], expected, rtol=1e-12, equal_nan=True)
         self.assertEqual(aucs[1][np.isfinite(aucs[1])].tolist(), [0.5] * int(np.isfinite(aucs[1]).sum()))

@@ -282,8 +282,10 @@ class RawPreprocessing:
             feature = spec.columns[key[1]]["feature"]
             entries, own = self.entries[f"hist_{feature}"], features[f"cand_{feature}"]  # [B, H], [B, M]
             match = self.entries["kept"][:, None, :] & tf.equal(entries[:, None, :], own[:, :, None])  # [B, M, H]
-            rows = tf.reduce_sum(tf.cast(match, tf.float64), axis=2)
-            positives = tf.reduce_sum(tf.cast(match & self.entries["positive"][:, None, :], tf.float64), axis=2)
+            counted = tf.cast(match, tf.int32)  # (int32 counts, float64 after the sum: less memory at many M x H)
+            rows = tf.cast(tf.reduce_sum(counted, axis=2), tf.float64)
+            positives = tf.cast(tf.reduce_sum(tf.where(self.entries["positive"][:, None, :], counted, 0), axis=2),
+                                tf.float64)
         else:
             text = inputs[by_column[(key, "cand" if spec.columns[key]["role"] == "cand" else "row")]]
             index = self.tables[statistics_state(key)].lookup(text)
