@@ -19,6 +19,7 @@ import json
 import os
 
 from zoo.datasets import preprocess
+from zoo.datasets.spec import DataSpec, statistics_state
 from zoo.errors import ZooError
 from zoo.schema import Schema
 
@@ -102,13 +103,12 @@ def check_spec_vocabularies(state, where="preprocessing"):
                 raise ZooError(f"{where}: the fitted vocabulary of '{column}' makes {ids:,} ids but the schema's "
                                f"{feature.key} has vocabulary_size {feature.vocabulary_size:,}: the vocabulary and "
                                "the schema come from different fits")
-    for name, table in state["fitted"].items():
-        if not name.startswith("statistics:") or not isinstance(table, dict):
+    for key, group, names in DataSpec(state["spec"]).statistics_features() if state.get("spec") else ():
+        name = statistics_state(key)
+        table = state["fitted"].get(name)
+        if not isinstance(table, dict):
             continue
-        for edges, suffix in zip(table.get("edges") or (), ("seen", "positives", "rate")):
-            key = table.get("key", name.split(":", 1)[1])
-            base = "_x_".join((columns.get(c) or {}).get("feature", c) for c in (key if isinstance(key, list) else [key]))
-            feature_name = f"{base}_{suffix}"
+        for edges, feature_name in zip(table.get("edges") or (), names):
             for feature in schema.features:
                 if feature.name == feature_name and feature.vocabulary_size != len(edges) + 2:
                     raise ZooError(f"{where}: the fitted statistics '{name}' make {len(edges) + 2} bucket ids for "

@@ -595,7 +595,7 @@ class _Build:
     def _statistics(self, store, start, end, train, features):
         """{num key: [n] float32} of the spec's running statistics (zoo.datasets.statistics): the user's from
         its history's entries (store[start:end]), a (user, column) pair's from those of them whose column is
-        the row's (`_pair_counts`), another key's from the rows of the log strictly earlier (fitting) or from
+        the row's, another key's from the rows of the log strictly earlier (fitting) or from
         the fitted table (scoring)."""
         from zoo.datasets import statistics
 
@@ -610,8 +610,10 @@ class _Build:
             if key == spec.user:
                 positive = np.r_[0, np.cumsum(store["hist_feedback"] == 2)]
                 seen, positives = (end - start).astype(np.float64), (positive[end] - positive[start]).astype(np.float64)
-            elif isinstance(key, tuple):
-                seen, positives = self._pair_counts(spec.columns[key[1]]["feature"], store, start, end, features)
+            elif isinstance(key, tuple):  # entries of the history whose id is the row's candidate's (as the raw
+                feature = spec.columns[key[1]]["feature"]  # signature compares them: unknown values are one OOV id)
+                seen, positives = statistics.matching_counts(store[f"hist_{feature}"], store["hist_feedback"] == 2,
+                                                             features[f"cand_{feature}"], start, end)
             else:
                 seen, positives = self._key_counts(key, name)
             values = statistics.raw_values(seen, positives, prior, spec.statistics["prior_rows"])
@@ -623,17 +625,6 @@ class _Build:
             for index, feature in enumerate(names):
                 out[f"{group}_{feature}"] = scaled[:, index]
         return out
-
-    @staticmethod
-    def _pair_counts(feature, store, start, end, features):
-        """(rows, positives) [n] of a (user, column) pair: the entries of each row's history (store[start:end],
-        its user's strictly earlier rows) whose `feature` id is the row's own candidate's, and how many of them
-        were positive (ids compared, as the raw signature compares them: a value the fitted preprocessing
-        does not know is the OOV id on both sides)."""
-        from zoo.datasets import statistics
-
-        return statistics.matching_counts(store[f"hist_{feature}"], store["hist_feedback"] == 2,
-                                          features[f"cand_{feature}"], start, end)
 
     def _key_counts(self, key, name):
         """(rows, positives) [n] of a non-user key: strictly earlier rows of the log (fitting; the table of the

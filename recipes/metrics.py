@@ -186,8 +186,10 @@ def bootstrap_aucs(labels, scores, resamples=10_000, seed=0, chunk=None):
         if vector[order[0]] == vector[order[-1]]:  # one score for every row (the global rate): 1/2
             plans.append(("constant",))
         elif ties is not None and len(ties[0]) > n // 4:  # many shared scores: count the rows drawn per distinct score
-            distinct, rank = np.unique(vector, return_inverse=True)
-            plans.append(("per score", len(distinct), positive.astype(np.int64) * len(distinct) + rank.reshape(-1)))
+            rank = np.empty(n, np.int64)  # each row's distinct score, ascending
+            rank[order] = np.cumsum(np.r_[True, vector[order][1:] != vector[order][:-1]]) - 1
+            groups = int(rank.max()) + 1
+            plans.append(("per score", groups, positive.astype(np.int64) * groups + rank))
         else:  # read each row's count in score order, shared scores set right after
             plans.append(("per row", order, positive[order], ties))
     aucs = np.empty((len(scores), resamples))

@@ -269,23 +269,22 @@ class RawPreprocessing:
 
     def statistics(self, key, group, names, inputs, by_column, features):
         """{feature key: int32 bucket ids} of a key's running statistics (zoo.datasets.statistics): the user's
-        from the request's history entries (counted in `_history`), a (user, column) pair's from those of
+        from the request's history entries (kept by `_history`), a (user, column) pair's from those of
         them whose column's id is the candidate's, another key's from the fitted table of the whole fitted
         log; [B] for a user or ctx key, [B, M] for a cand key or a pair."""
         import tensorflow as tf
 
         spec = self.spec
         state, prior = self.states[statistics_state(key)], self.states["statistics"]["prior"]
-        if key == spec.user:
-            rows, positives = self.earlier
-        elif isinstance(key, tuple):
-            feature = spec.columns[key[1]]["feature"]
-            entries, own = self.entries[f"hist_{feature}"], features[f"cand_{feature}"]  # [B, H], [B, M]
-            match = self.entries["kept"][:, None, :] & tf.equal(entries[:, None, :], own[:, :, None])  # [B, M, H]
-            counted = tf.cast(match, tf.int32)  # (int32 counts, float64 after the sum: less memory at many M x H)
-            rows = tf.cast(tf.reduce_sum(counted, axis=2), tf.float64)
-            positives = tf.cast(tf.reduce_sum(tf.where(self.entries["positive"][:, None, :], counted, 0), axis=2),
-                                tf.float64)
+        if key == spec.user or isinstance(key, tuple):  # the request's entries before its time, all of them
+            counted = tf.cast(self.entries["kept"], tf.int32)  # [B, H]
+            if isinstance(key, tuple):  # those whose column's id is the candidate's: [B, M, H]
+                feature = spec.columns[key[1]]["feature"]
+                entries, own = self.entries[f"hist_{feature}"], features[f"cand_{feature}"]  # [B, H], [B, M]
+                counted = counted[:, None, :] * tf.cast(tf.equal(entries[:, None, :], own[:, :, None]), tf.int32)
+            positive = self.entries["positive"] if key == spec.user else self.entries["positive"][:, None, :]
+            rows = tf.cast(tf.reduce_sum(counted, axis=-1), tf.float64)
+            positives = tf.cast(tf.reduce_sum(tf.where(positive, counted, 0), axis=-1), tf.float64)
         else:
             text = inputs[by_column[(key, "cand" if spec.columns[key]["role"] == "cand" else "row")]]
             index = self.tables[statistics_state(key)].lookup(text)
@@ -329,8 +328,6 @@ class RawPreprocessing:
         for key_name, (column, text) in fields.items():
             if key_name == "hist_feedback":
                 ids = feedback_ids(text, self.spec.label)
-                self.earlier = (tf.reduce_sum(tf.cast(keep, tf.float64), axis=1),  # before the cut to L
-                                tf.reduce_sum(tf.cast(keep & tf.equal(ids, 2), tf.float64), axis=1))
                 self.entries["positive"] = tf.equal(ids, 2)
                 out[key_name] = tf.where(kept, newest(ids, 0), 0)
                 continue
