@@ -32,6 +32,8 @@ tensorflow_only = unittest.skipUnless(BACKEND == "tensorflow", "tf.distribute ru
 # arithmetic (the normalisation subtracts it again); Adam turns its rounding noise into full-size steps in
 # either run (1.6e-3 apart after 8 steps at lr 1e-2, every other weight within 5e-6), so it and the moving
 # mean that tracks it are left out of the run-to-run comparison.
+_PATIENT_COLLECTIVES = "--xla_cpu_collective_call_terminate_timeout_seconds=600"
+
 _CANCELLED = ("mlp/dense_0/bias", "mlp/batch_norm_0/moving_mean")
 
 _COMMON = """
@@ -279,7 +281,10 @@ class JaxDistributionTest(TestCase):
 
         cls.directory = tempfile.mkdtemp(prefix="zoo-distributed-")
         cls.preset = os.path.join(cls.directory, "preset")
-        code = f"import os\nos.environ['XLA_FLAGS'] = '--xla_force_host_platform_device_count=4'\n" \
+        # XLA:CPU ends the process when a device's thread reaches an all-reduce 40 s after the others; 4
+        # device threads beside another test worker on 2 cores once did (CI, stop 46), so it waits longer here
+        flags = f"--xla_force_host_platform_device_count=4 {_PATIENT_COLLECTIVES}"
+        code = f"import os\nos.environ['XLA_FLAGS'] = {flags!r}\n" \
                f"os.environ['ZOO_TEST_PRESET'] = {cls.preset!r}\n" + _JAX
         cls.result = json.loads(run_python(code, "jax", timeout=600).strip().splitlines()[-1])
 
@@ -370,7 +375,7 @@ class JaxMultiProcessTest(TestCase):
         shards = _write_user_shards(os.path.join(self.get_temp_dir(), "shards"))
         address = f"localhost:{_free_port()}"
         environments = [
-            {"KERAS_BACKEND": "jax", "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+            {"KERAS_BACKEND": "jax", "XLA_FLAGS": f"--xla_force_host_platform_device_count=2 {_PATIENT_COLLECTIVES}",
              "KERAS_DISTRIBUTION_JOB_ADDRESSES": address, "KERAS_DISTRIBUTION_NUM_PROCESSES": "2",
              "KERAS_DISTRIBUTION_PROCESS_ID": str(rank), "ZOO_TEST_PRESET": preset, "ZOO_TEST_SHARDS": shards,
              "ZOO_TEST_CACHE": os.path.join(self.get_temp_dir(), "cache"),
