@@ -53,7 +53,7 @@ def tensor_specs(schema, num_candidates=None, any_candidates=False):
     specs = {}
     for key, (shape, dtype) in schema.input_spec(num_candidates).items():
         if any_candidates and key.startswith("cand_"):
-            shape = (None,)
+            shape = (None,) + tuple(shape[1:])  # (a tags feature keeps its S)
         specs[key] = tf.TensorSpec((None,) + tuple(shape), dtype, name=key)
     return specs
 

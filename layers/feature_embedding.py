@@ -28,6 +28,11 @@ class FeatureEmbedding(keras.layers.Layer):
         "num": [B, F_num] float32 numerics;
         and every id feature's own embedding under its key ("user_age": [B, d]).
 
+    A tags feature (`Feature.tags` = S: ids [B, S] or [B, M, S], 0 on empty slots) is embedded as the
+    mean of its present ids' embeddings, sum_s 1[x_s > 0] e(x_s) / max(1, sum_s 1[x_s > 0]) (zero when
+    none is present), the masked average pooling of a multi-valued field in AutoInt (eq. 2) and
+    FuxiCTR; it then stands in the layout exactly as a one-valued field does.
+
     With `sequence_tokens=False` the "hist" and "cand" tokens are not built (the feature-interaction
     baselines read each feature's own embedding through FieldTokens): eager torch would otherwise
     concatenate a [B, L, D] tensor every step that nothing reads (XLA drops it on the other backends).
@@ -71,13 +76,18 @@ class FeatureEmbedding(keras.layers.Layer):
         return self.tables[feature.name if feature.group in ("hist", "cand") else feature.key]
 
     def _lookup(self, feature, ids):
-        """The rows of `feature`'s table at `ids` (zoo.backend_kernels.gather_rows: torch's fast backward)."""
-        return gather_rows(self._table(feature), ids)
+        """The rows of `feature`'s table at `ids` (zoo.backend_kernels.gather_rows: torch's fast backward); a
+        tags feature's present ids averaged over its last axis."""
+        rows = gather_rows(self._table(feature), ids)
+        if not feature.tags:
+            return rows
+        present = ops.cast(ops.not_equal(ids, 0), rows.dtype)[..., None]  # [..., S, 1]
+        return ops.sum(rows * present, axis=-2) / ops.maximum(ops.sum(present, axis=-2), 1.0)
 
     def _tokens(self, features, group, embedded):
         """Concatenates a sequence group's fields in the shared layout, zero-filling absent fields."""
         present = {f.name: f for f in self.schema.group(group)}
-        reference = ops.cast(features[next(iter(present.values())).key], self.compute_dtype)
+        reference = embedded[next(iter(present.values())).key][..., 0]  # [B, L or M]
         parts = []
         for name in self.schema.sequence_fields():
             if name in present:

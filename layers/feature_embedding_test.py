@@ -79,6 +79,50 @@ class FeatureEmbeddingTest(TestCase):
         self.assertAllClose(out["cand"], [[[8, 9, 0, 201]]])
         self.assertAllClose(out["hist_valid"], [[False, True]])
 
+    def test_a_tags_feature_is_the_mean_of_its_present_ids_embeddings(self):
+        schema = Schema(
+            features=(
+                Feature("item_id", "hist", 5, 2),
+                Feature("item_id", "cand", 5, 2),
+                Feature("genres", "cand", 6, 2, tags=3),  # first in the cand layout's absent-field reference
+                Feature("likes", "user", 6, 2, tags=2),
+            ),
+            sequence_length=2,
+        )
+        layer = FeatureEmbedding(schema)
+        genres = np.array([[[1, 4, 0], [0, 0, 0]], [[5, 5, 2], [3, 0, 0]]], "int32")  # [B=2, M=2, S=3]
+        likes = np.array([[2, 0], [1, 3]], "int32")  # [B, S=2]
+        features = {"hist_item_id": np.array([[0, 3], [1, 2]], "int32"), "cand_item_id": np.array([[4, 1], [2, 3]], "int32"),
+                    "cand_genres": genres, "user_likes": likes}
+        layer(features)
+        rng = np.random.default_rng(0)
+        tables = {name: rng.normal(size=layer.tables[name].embeddings.shape).astype("float32")
+                  for name in ("item_id", "genres", "user_likes")}
+        for name, value in tables.items():
+            layer.tables[name].embeddings.assign(value)
+        out = layer(features)
+
+        def pooled(table, ids):  # sum over present slots / their count, zero when none
+            present = (ids > 0)[..., None]
+            return (table[ids] * present).sum(-2) / np.maximum(present.sum(-2), 1)
+
+        expected_genres = pooled(tables["genres"], genres)
+        self.assertAllClose(out["cand_genres"], expected_genres, atol=1e-6)
+        self.assertAllClose(out["cand_genres"][0, 1], [0.0, 0.0])  # no tag: zero
+        self.assertAllClose(out["cand_genres"][1, 0], (2 * tables["genres"][5] + tables["genres"][2]) / 3, atol=1e-6)
+        self.assertAllClose(out["user"], pooled(tables["user_likes"], likes), atol=1e-6)
+        self.assertAllClose(out["cand"], np.concatenate([tables["item_id"][features["cand_item_id"]], expected_genres],
+                                                        -1), atol=1e-6)
+        self.assertAllClose(out["hist"][..., 2:], np.zeros((2, 2, 2)))  # genres are candidate-only: zero-filled
+        with self.assertRaisesRegex(ZooError, "^feature 'hist_genres' has tags 3: tags are features of a row"):
+            Schema(features=(Feature("genres", "hist", 6, 2, tags=3),), sequence_length=2)
+        with self.assertRaisesRegex(ZooError, r"^cand_genres holds 2 tags per row but the schema's feature holds 3"):
+            schema.validate(dict(features, cand_genres=genres[..., :2]))
+        with self.assertRaisesRegex(ZooError, r"^user_likes has shape \[2\] but the contract wants \['B', 'S'\]"):
+            schema.validate(dict(features, user_likes=likes[:, 0]))
+        self.assertEqual(Schema.from_dict(schema.to_dict()), schema)
+        self.assertNotIn("tags", schema.feature("cand_item_id").to_dict())  # one-valued configs stay as they were
+
     def test_in_a_functional_model_with_typed_inputs(self):
         schema = small_simulator().schema
         inputs = schema.inputs()

@@ -15,6 +15,10 @@ class Feature:
         embedding_dim: width of the field's embedding (SUAN uses 8 per field).
         hashed: the ids were produced by hashing into `vocabulary_size` buckets rather than by a
             fitted vocabulary (recorded for the data pipelines; the model treats both alike).
+        tags: S > 0 for a multi-valued feature of its row (a film's genres, an item's tags): up to S ids
+            per row, 0 on the empty slots, in groups user, ctx ([B, S]) and cand ([B, M, S]). Its
+            embedding is the mean of its present ids' embeddings (zero when none is present), so every
+            model reads it as it reads a one-valued field. 0 (default): one id per row.
     """
 
     name: str
@@ -22,10 +26,14 @@ class Feature:
     vocabulary_size: int | None = None
     embedding_dim: int = 8
     hashed: bool = False
+    tags: int = 0
 
     @property
     def key(self):
         return f"{self.group}_{self.name}"
 
     def to_dict(self):
-        return dataclasses.asdict(self)
+        config = dataclasses.asdict(self)
+        if not self.tags:  # one-valued features keep the configs written before tags existed
+            del config["tags"]
+        return config

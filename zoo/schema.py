@@ -6,15 +6,18 @@ A batch is `(features, labels)`; `features` is a flat dict whose keys are `<grou
 |-------|---------------|----------|---------|------------------------------------------------|
 | hist  | hist_<name>   | [B, L]   | int32   | chronological, newest last, 0 = padding (left) |
 |       | hist_time     | [B, L]   | int64   | unix seconds, 0 on padding                     |
-| user  | user_<name>   | [B]      | int32   | the profile                                    |
+| user  | user_<name>   | [B]      | int32   | the profile ([B, S] for a tags feature)        |
 | cand  | cand_<name>   | [B, M]   | int32   | M = 1 in training, m2 in parallel mode         |
+|       | cand_<tags>   | [B, M, S]| int32   | a tags feature: up to S ids, 0 = empty slot    |
 |       | cand_time     | [B, M]   | int64   | exposure time                                  |
-| ctx   | ctx_<name>    | [B]      | int32   | context                                        |
+| ctx   | ctx_<name>    | [B]      | int32   | context ([B, S] for a tags feature)            |
 | num   | num_<name>    | [B]      | float32 | after the data set's transform                 |
 | label | -             | [B, M]   | float32 |                                                |
 
 Index 0 is padding in every ID vocabulary and the last index is out-of-vocabulary. A history field and a
-candidate field with the same name (hist_item_id, cand_item_id) share one embedding table.
+candidate field with the same name (hist_item_id, cand_item_id) share one embedding table. A tags feature
+(`Feature.tags` = S: a film's genres) holds up to S ids of its row and is embedded as their mean
+(zoo.layers.FeatureEmbedding), so models read it as any one-valued field.
 """
 
 import dataclasses
@@ -122,6 +125,11 @@ class Schema:
                 raise ZooError(
                     f"feature '{feature.key}' has embedding_dim {feature.embedding_dim!r}; it must be >= 1"
                 )
+            if not isinstance(feature.tags, int) or isinstance(feature.tags, bool) or feature.tags < 0:
+                raise ZooError(f"feature '{feature.key}' has tags {feature.tags!r}; it must be an integer >= 0")
+            if feature.tags and feature.group not in ("user", "cand", "ctx"):
+                raise ZooError(f"feature '{feature.key}' has tags {feature.tags}: tags are features of a row "
+                               "(groups user, cand, ctx), not of the history or a numeric")
             budget.check("embedding_dim", feature.embedding_dim, f"feature '{feature.key}' embedding_dim")
             budget.check("vocabulary_size", feature.vocabulary_size, f"feature '{feature.key}' vocabulary_size")
         has_hist = bool(self.group("hist"))
@@ -191,10 +199,11 @@ class Schema:
     def input_spec(self, num_candidates=None):
         """{key: (shape without batch, dtype)} for every input."""
         m = self.num_candidates if num_candidates is None else num_candidates
+        tags = {f.key: (f.tags,) for f in self.features if f.tags}
         spec = {}
         for key in self.keys():
             group = key.split("_", 1)[0]
-            shape = {"hist": (self.sequence_length,), "cand": (m,)}.get(group, ())
+            shape = {"hist": (self.sequence_length,), "cand": (m,)}.get(group, ()) + tags.get(key, ())
             dtype = "int64" if key in TIME_KEYS else ("float32" if group == "num" else "int32")
             spec[key] = (shape, dtype)
         return spec
@@ -243,10 +252,13 @@ class Schema:
             if value.dtype == object:
                 raise ZooError(f"{key} is ragged or holds non-numbers; the contract wants one array per feature")
             if value.ndim != 1 + len(shape):
-                raise ZooError(
-                    f"{key} has shape {list(value.shape)} but the contract wants "
-                    f"{['B'] + ['L' if key.startswith('hist') else 'M' for _ in shape]}"
-                )
+                axes = (["L"] if key.startswith("hist") else ["M"] if key.startswith("cand") else [])
+                raise ZooError(f"{key} has shape {list(value.shape)} but the contract wants "
+                               f"{['B'] + axes[:len(shape)] + ['S'] * (len(shape) - len(axes[:len(shape)]))}")
+            if len(shape) and shape[-1] not in (-1, None) and key not in TIME_KEYS and self.feature(key).tags \
+                    and value.shape[-1] != shape[-1]:
+                raise ZooError(f"{key} holds {value.shape[-1]} tags per row but the schema's feature holds "
+                               f"{shape[-1]} (pad with 0)")
             if batch is None:
                 batch = value.shape[0]
                 if batch == 0 and not empty_ok:

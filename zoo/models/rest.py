@@ -150,7 +150,7 @@ class ReST(ZooModel):
         """Fresh keras.Inputs for every schema key, with N candidates per row (None: any N)."""
         spec = self.schema.input_spec(num_candidates=1)
         return {
-            k: keras.Input(shape=(num_candidates,) if k.startswith("cand") else s, dtype=t, name=k)
+            k: keras.Input(shape=(num_candidates,) + tuple(s[1:]) if k.startswith("cand") else s, dtype=t, name=k)
             for k, (s, t) in spec.items()
         }
 
