@@ -48,7 +48,11 @@ Sections (every key is checked: an unknown one is refused by name, with the clos
   (CSV; Parquet/JSON lists are native), oldest first, or `positions` N: one column per position (a
   header name repeated N times, as Alimama's DMR sample writes `his_cate` 50 times, or name_1 ..
   name_N), values equal to `padding` (default "") skipped; it shares the vocabulary of the cand column of
-  the same feature name when there is one.
+  the same feature name when there is one. tags (roles user, cand, ctx; the default type of such a column
+  with a `separator`): a multi-valued attribute of the row (a film's genres `Comedy|Romance`; Parquet/JSON
+  lists are native): its first `max_tags` values (default 8; more are cut, counted) in one vocabulary
+  (`min_count`, `max_size` or `hash_buckets` as categorical, fitted on the training rows' kept values),
+  the feature [B, S] (cand [B, M, S]) that models read as the mean of the values' embeddings (Feature.tags).
 - `history`: `{"from": "log", "fields": [...], "only": rule, "min_length": 0}`: each row's history is its
   user's rows strictly earlier in time (all rows, or those where the `only` rule holds), carrying the
   listed features (cand or hist columns) and their times; rows with fewer than `min_length` earlier
@@ -96,11 +100,12 @@ from zoo.schema import NUMERIC_LIMIT
 FORMAT = "zoo.datasets.spec"
 VERSION = 1
 ROLES = ("user", "cand", "ctx", "num", "hist")
-TYPES = ("categorical", "numeric", "list")
+TYPES = ("categorical", "numeric", "list", "tags")
 OPS = ("==", "!=", ">=", ">", "<=", "<", "in")
 TIME_FORMATS = ("unix_s", "unix_ms", "iso8601")
 DERIVED = ("hour", "weekday")
 SPLITS = ("time", "date", "random", "user", "order")
+DEFAULT_MAX_TAGS = 8  # a tags column's values kept per row (in the order the row writes them)
 STATISTICS = ("seen", "positives", "rate")  # per key: earlier rows, earlier positives, smoothed rate
 
 _KEYS = {
@@ -110,7 +115,8 @@ _KEYS = {
     "label": ("column", "op", "value", "events", "negatives", "seed"),
     "time": ("column", "format", "utc_offset_hours", "derive", "on_error"),
     "column": ("role", "feature", "type", "min_count", "max_size", "hash_buckets", "log1p", "fill", "scale",
-               "buckets", "bars", "separator", "positions", "padding", "embedding_dim", "allow_label_column"),
+               "buckets", "bars", "separator", "positions", "padding", "max_tags", "embedding_dim",
+               "allow_label_column"),
     "history": ("from", "fields", "only", "min_length", "feedback"),
     "statistics": ("keys", "prior_rows", "buckets"),
     "rule": ("column", "op", "value"),
@@ -405,8 +411,8 @@ class DataSpec:
             role = options.get("role")
             if role not in ROLES:
                 raise ZooError(f"spec {where}: 'role' should be one of {', '.join(ROLES)}, found {role!r}")
-            kind = options.get("type", "numeric" if role == "num" else "list" if "separator" in options
-                               else "categorical")
+            kind = options.get("type", "numeric" if role == "num" else "categorical" if "separator" not in options
+                               else "list" if role == "hist" else "tags")
             if kind not in TYPES:
                 raise ZooError(f"spec {where}: 'type' should be one of {', '.join(TYPES)}, found {kind!r}")
             feature = options.get("feature", feature_name(name))
@@ -417,7 +423,8 @@ class DataSpec:
                                                       f"{where} 'embedding_dim'", budget="embedding_dim")}
             allowed = {"categorical": ("min_count", "max_size", "hash_buckets"),
                        "numeric": ("log1p", "fill", "scale", "buckets", "bars", "min_count"),
-                       "list": ("min_count", "max_size", "hash_buckets", "separator", "positions", "padding")}[kind]
+                       "list": ("min_count", "max_size", "hash_buckets", "separator", "positions", "padding"),
+                       "tags": ("min_count", "max_size", "hash_buckets", "separator", "max_tags")}[kind]
             if options.get("allow_label_column", False) is not False:
                 if options["allow_label_column"] is not True:
                     raise ZooError(f"spec {where}: 'allow_label_column' should be true or absent")
@@ -425,7 +432,7 @@ class DataSpec:
             for key in options:
                 if key not in ("role", "feature", "type", "embedding_dim", "allow_label_column") + allowed:
                     raise ZooError(f"spec {where}: '{key}' does not apply to a {kind} column")
-            if kind in ("categorical", "list"):
+            if kind in ("categorical", "list", "tags"):
                 if role == "num":
                     raise ZooError(f"spec {where}: role num is for numeric columns (a {kind} column is an id)")
                 checked["min_count"] = _positive_int(options.get("min_count", 1), f"{where} 'min_count'")
@@ -453,6 +460,16 @@ class DataSpec:
                     checked["padding"] = padding
                 elif "padding" in options:
                     raise ZooError(f"spec {where}: 'padding' goes with 'positions'")
+            if kind == "tags":
+                if role not in ("user", "cand", "ctx"):
+                    raise ZooError(f"spec {where}: tags are a feature of the row (role user, cand or ctx); a history "
+                                   "is a list column (role hist)")
+                checked["separator"] = options.get("separator")
+                if checked["separator"] is not None and (not isinstance(checked["separator"], str)
+                                                         or not checked["separator"]):
+                    raise ZooError(f"spec {where}: 'separator' should be a non-empty string")
+                checked["max_tags"] = _positive_int(options.get("max_tags", DEFAULT_MAX_TAGS), f"{where} 'max_tags'",
+                                                    budget="sequence_length")
             if kind == "numeric" and options.get("bars"):
                 if options["bars"] is not True or role not in ("user", "cand", "ctx"):
                     raise ZooError(f"spec {where}: bars: true makes a numeric an id (BARS' floor(ln(x)^2) token): "

@@ -179,7 +179,7 @@ def _file_parts(spec, index, path, scoring, repairs, only=None, block_bytes=None
                 tokens, lengths = spec_reading.position_lists(chunk, expanded[name], spec.columns[name]["padding"])
                 row_of = np.repeat(np.arange(chunk.rows), lengths)
                 part["list"][name] = (tokens[keep[row_of]], lengths[keep])
-            elif kind == "list":
+            elif kind in ("list", "tags"):
                 tokens, lengths = spec_reading.token_lists(chunk, name, spec.columns[name]["separator"])
                 row_of = np.repeat(np.arange(chunk.rows), lengths)
                 part["list"][name] = (tokens[keep[row_of]], lengths[keep])
@@ -412,6 +412,8 @@ class _Build:
             elif options["type"] == "numeric":
                 out[name] = self._numeric(name, options, self.data["numeric"][name], train)
         for name, options in columns.items():
+            if options["type"] == "tags":
+                out[name] = self._tags(name, options, *self.data["list"][name], train)
             if options["type"] == "list":
                 tokens, lengths = self.data["list"][name]
                 shared = shared_column(columns, options)
@@ -423,6 +425,21 @@ class _Build:
                     table = self._fit_categorical(name, options, tokens, fitted_tokens(
                         tokens, lengths, train, self.spec.sequence_length))
                 out[name] = (self._lookup(name, table, tokens), lengths)
+        return out
+
+    def _tags(self, name, options, tokens, lengths, train):
+        """ids [n, S] of a tags column: each row's first S = max_tags values (more are cut, counted), 0 on the
+        empty slots; the vocabulary fitted on the training rows' kept values."""
+        size = options["max_tags"]
+        row_of, rank = token_positions(lengths)
+        kept = rank < size
+        ids = self._lookup(name, self._fit_categorical(name, options, tokens[kept], train[row_of[kept]]), tokens[kept])
+        out = np.zeros((lengths.size, size), np.int32)
+        out[row_of[kept], rank[kept]] = ids
+        longer = lengths > size
+        if longer.any():
+            self.count(f"kept the first {size} of {{n}} '{name}' tag list(s) longer than {size}", longer,
+                       (1, list(self.spec.columns).index(name)))
         return out
 
     def _fit_categorical(self, name, options, values, train):
@@ -699,7 +716,8 @@ class _Build:
             encoded[item], [encoded[n] for n in others], train, known)
         for name, attribute in zip(others, last_seen):
             key = f"cand_{spec.columns[name]['feature']}"
-            out[key] = np.concatenate([part[key][:, None], attribute[drawn]], axis=1).reshape(-1)
+            out[key] = np.concatenate([part[key][:, None], attribute[drawn]], axis=1).reshape(
+                (-1,) + part[key].shape[1:])
         out["labels"] = np.tile(np.eye(1, width, dtype=np.float32)[0], positive.size)
         return out
 
@@ -753,7 +771,8 @@ class _Build:
                     features.append(Feature(options["feature"], "num"))
                 else:
                     vocabulary, hashed = size(name)
-                    features.append(Feature(options["feature"], role, vocabulary, options["embedding_dim"], hashed))
+                    features.append(Feature(options["feature"], role, vocabulary, options["embedding_dim"], hashed,
+                                            tags=options.get("max_tags", 0)))
             if role == "ctx" and spec.time is not None:
                 for name in spec.time["derive"]:
                     features.append(Feature(name, "ctx", DERIVED_SIZES[name], spec.embedding_dim))
@@ -896,7 +915,7 @@ def item_attributes(latest, known):
     items, _, values = latest
     out = []
     for value in values:
-        attribute = np.zeros(known + 2, np.int32)
+        attribute = np.zeros((known + 2,) + value.shape[1:], np.int32)  # (a tags column: [known + 2, S])
         attribute[items] = value
         out.append(attribute)
     return out
@@ -908,10 +927,15 @@ def shared_column(columns, options):
                  and other["type"] == "categorical" and other["feature"] == options["feature"]), None)
 
 
+def token_positions(lengths):
+    """(row [T], rank within its row [T]) of the flat tokens of lists of `lengths`."""
+    row_of = np.repeat(np.arange(lengths.size), lengths)
+    return row_of, np.arange(row_of.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+
+
 def fitted_tokens(tokens, lengths, train, length):
     """bool [T]: the list tokens the vocabulary is fitted on: the newest `length` of each training row's list."""
-    row_of = np.repeat(np.arange(lengths.size), lengths)
-    rank = np.arange(tokens.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    row_of, rank = token_positions(lengths)
     return train[row_of] & (rank >= np.repeat(lengths, lengths) - length)
 
 

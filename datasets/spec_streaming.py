@@ -583,6 +583,10 @@ class _Statistics:
                 self.moments.setdefault(name, _Moments(bool(options["buckets"]))).add(
                     engine.transformed(options, data["numeric"][name][train]))
                 continue
+            elif kind == "tags":  # each training row's first max_tags values, as the in-memory build's _tags
+                tokens, lengths = data["list"][name]
+                row_of, rank = engine.token_positions(lengths)
+                values = pa.array(tokens[(rank < options["max_tags"]) & train[row_of]], pa.string())
             else:
                 tokens, lengths = data["list"][name]
                 values = pa.array(tokens[engine.fitted_tokens(tokens, lengths, train, spec.sequence_length)],
