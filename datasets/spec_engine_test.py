@@ -253,15 +253,15 @@ class ImpressionLogTest(TestCase):
                 self.prepare(spec, path)
             self.assertEqual(len(str(raised.exception).splitlines()), 1)
 
-        header = "clicked,ts,item_id,title,user_id,price,category,device\n"
-        good = '0,2024-03-01T08:00:00Z,a,"t, 1",u1,1.5,c,ios\n'
-        fails(None, header + good + '2,2024-03-01T09:00:00Z,a,t,u1,1,c,ios\n',
+        header = "clicked,ts,item_id,title,user_id,price,category,device,tags\n"
+        good = '0,2024-03-01T08:00:00Z,a,"t, 1",u1,1.5,c,ios,sale|new\n'
+        fails(None, header + good + '2,2024-03-01T09:00:00Z,a,t,u1,1,c,ios,\n',
               r"bad\.csv, line 3: column 'clicked' should be 0 or 1, found '2'")
-        fails(None, header + good + "1,yesterday,a,t,u1,1,c,ios\n",
+        fails(None, header + good + "1,yesterday,a,t,u1,1,c,ios,\n",
               r"bad\.csv, line 3: column 'ts' should be an ISO 8601 time .*'yesterday'")
-        fails(None, header + good + "1,3000-01-01T09:00:00Z,a,t,u1,1,c,ios\n",
+        fails(None, header + good + "1,3000-01-01T09:00:00Z,a,t,u1,1,c,ios,\n",
               r"bad\.csv, line 3: column 'ts' should be an ISO 8601 time from 1970 to 2262, found '3000-01-01T09:00:00Z'")
-        fails(None, header + good + "1,2024-03-01T09:00:00Z,a,t,u1,cheap,c,ios\n",
+        fails(None, header + good + "1,2024-03-01T09:00:00Z,a,t,u1,cheap,c,ios,\n",
               r"bad\.csv, line 3: column 'price' should be a number, found 'cheap'")
         fails(None, header.replace(",device", "") + good.replace(",ios", ""),
               r"bad\.csv: column 'device' named in the spec is absent \(columns: clicked, ts,")
@@ -273,11 +273,11 @@ class ImpressionLogTest(TestCase):
     def test_dropped_times_and_empty_labels_are_counted(self):
         path = os.path.join(self.folder, "gaps.csv")
         with open(path, "w") as f:
-            f.write("clicked,ts,item_id,title,user_id,price,category,device\n")
+            f.write("clicked,ts,item_id,title,user_id,price,category,device,tags\n")
             for k in range(20):
                 ts = "never" if k in (3, 7) else f"2024-03-01T08:{k:02d}:00Z"
                 label = "" if k == 5 else str(k % 2)
-                f.write(f"{label},{ts},i{k % 4},t,u{k % 3},{'' if k == 9 else 2},c,web\n")
+                f.write(f"{label},{ts},i{k % 4},t,u{k % 3},{'' if k == 9 else 2},c,web,eco\n")
         spec = impression_spec()
         spec["time"]["on_error"] = "drop"
         processed = self.prepare(spec, path)
@@ -292,10 +292,10 @@ class ImpressionLogTest(TestCase):
         counted (the raw signature does the same), never stored past what Schema.validate accepts."""
         path = os.path.join(self.folder, "huge.csv")
         with open(path, "w") as f:
-            f.write("clicked,ts,item_id,title,user_id,price,category,device\n")
+            f.write("clicked,ts,item_id,title,user_id,price,category,device,tags\n")
             for k in range(20):
                 price = {4: "1e12", 6: "-1e300"}.get(k, "2")
-                f.write(f"{k % 2},2024-03-01T08:{k:02d}:00Z,i{k % 4},t,u{k % 3},{price},c,web\n")
+                f.write(f"{k % 2},2024-03-01T08:{k:02d}:00Z,i{k % 4},t,u{k % 3},{price},c,web,\n")
         spec = impression_spec()
         spec["columns"]["price"] = {"role": "num", "type": "numeric", "log1p": False, "scale": "none"}
         processed = self.prepare(spec, path)

@@ -218,8 +218,9 @@ def _last_seen(maker, partitions):
     item = spec.item
     others = [name for name, options in spec.columns.items() if options["role"] == "cand" and name != item]
     known = len(maker.states[item]["tokens"])
-    latest = engine.latest_per_item(np.zeros(0, np.int32), np.zeros(0, np.int64),
-                                    [np.zeros(0, np.int32) for _ in others])
+    latest = engine.latest_per_item(np.zeros(0, np.int32), np.zeros(0, np.int64), [np.zeros(
+        (0, spec.columns[name].get("max_tags", 1)) if spec.columns[name]["type"] == "tags" else 0, np.int32)
+        for name in others])  # (a tags column's values: [rows, S])
     for codes, position in partitions:
         encoded = maker._encode(codes == 0)
         rows = np.flatnonzero(codes == 0)

@@ -1,6 +1,6 @@
 """A team's own impression log, as the data-spec tests and the README's walkthrough use it: a CSV with a
-header, string ids, item titles holding commas (quoted), ISO 8601 times, a 0/1 label, a price with gaps
-and columns in no particular order. Clicks follow each user's favourite category, so a model can learn.
+header, string ids, item titles holding commas (quoted), ISO 8601 times, a 0/1 label, a price with gaps,
+the item's tags (`sale|gift`, none to five) and columns in no particular order. Clicks follow each user's favourite category, so a model can learn.
 """
 
 import csv
@@ -8,7 +8,8 @@ import datetime
 
 import numpy as np
 
-COLUMNS = ("clicked", "ts", "item_id", "title", "user_id", "price", "category", "device")
+COLUMNS = ("clicked", "ts", "item_id", "title", "user_id", "price", "category", "device", "tags")
+TAGS = ("new", "sale", "gift", "eco", "bulk")
 
 
 def write_impression_log(path, rows=600, users=30, items=80, seed=0, start="2024-03-01T08:00:00Z", days=10,
@@ -34,6 +35,7 @@ def write_impression_log(path, rows=600, users=30, items=80, seed=0, start="2024
                 int(rng.random() < p), moment.strftime("%Y-%m-%dT%H:%M:%SZ"), item_key,
                 f"Item {item}, size {item % 3}, \"deluxe\"" if item % 5 == 0 else f"Item {item}, size {item % 3}",
                 f"user-{user:03d}", price, f"cat {category[item]}", ["ios", "android", "web"][i % 3],
+                "|".join(TAGS[j] for j in range(len(TAGS)) if (item >> j) & 1),  # 0 to 5 tags of the item
             ])
     return path
 
@@ -57,6 +59,7 @@ def impression_spec(sequence_length=10, split=None, statistics=True, feedback=Tr
             "title": {"role": "cand"},
             "device": {"role": "ctx"},
             "price": {"role": "num", "type": "numeric", "log1p": True},
+            "tags": {"role": "cand", "type": "tags", "separator": "|", "max_tags": 4},
         },
         "history": {"from": "log", "fields": ["item_id", "category"], "feedback": feedback},
         "statistics": {"keys": ["user_id", "item_id", ["user_id", "category"]] if feedback else ["item_id"]},

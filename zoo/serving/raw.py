@@ -9,7 +9,8 @@ It exists for presets trained on a data spec (their preprocessing.json carries t
 Every input is text (tf.string), as the file holds it, named after the spec's column (lower-cased,
 other characters -> "_"):
 
-    <user/ctx/num column>          [B]      a user's key, a context value, a number ("" = missing)
+    <user/ctx/num column>          [B]      a user's key, a context value, a number ("" = missing), tags
+                                            as the file writes them ("Comedy|Romance": split in the graph)
     <cand column>                  [B, M]   the candidates (any M for lightsuan and rest, M = 1 otherwise)
     <time column>                  [B]      the request's time (unix s/ms digits or ISO 8601, as the spec)
     history_<field column>         [B, H]   (history from the log) the user's earlier rows, any H, padded
@@ -29,7 +30,9 @@ of the whole fitted log per value), bucketed as the engine buckets them. Outputs
 `rectified_pctr` for SUAN-family models), `unknown_ids` [B] (values mapped to OOV), `history_cut` [B]
 (history entries dropped: beyond L, not before the request's time, or with an unreadable time),
 `repaired` [B] (numbers that are not finite numbers, "abc", "inf" or "1e400", filled as missing values
-with the fitted fill; numbers beyond +-1e9 once transformed, clipped to it, as the engine does). A request time that is not a time from 1970 to 2262 ("", "-5", "1e20") stops
+with the fitted fill; numbers beyond +-1e9 once transformed, clipped to it, as the engine does; tag lists
+longer than their column's max_tags, cut to it). A request time that is not a time from 1970 to 2262
+("", "-5", "1e20") stops
 the call with one line naming the input (the engine refuses such a row alike). As the id signatures do
 (zoo/serving/shapes.py), it refuses a request of another rank, mismatched batch sizes, candidate columns
 of different M or history columns of different H with one line naming the key; M = 0 gives pctr [B, 0].
@@ -55,6 +58,10 @@ def check_state(state):
         raise ZooError("the raw signature needs a preset trained on a data spec (its preprocessing.json carries "
                        "the spec); this one has none")
     spec = DataSpec.read(state["spec"])
+    for column, options in spec.columns.items():
+        if options["type"] == "tags" and options["separator"] is None:
+            raise ZooError(f"the raw signature takes a tags column as text: give column '{column}' a 'separator' (its "
+                           "values are read as native lists)")
     if spec.time is not None and spec.time["format"] not in ("unix_s", "unix_ms", "iso8601"):
         raise ZooError(f"the raw signature parses unix_s, unix_ms and iso8601 times in the graph, not the strptime "
                        f"format {spec.time['format']!r} of this spec")
@@ -248,6 +255,23 @@ class RawPreprocessing:
             ids = self.tables[owner].lookup(text)
         return tf.cast(ids, tf.int32), tf.equal(ids, len(fitted["tokens"]) + 1)
 
+    def tags(self, column, options, text):
+        """(int32 ids [..., S], unknown [B]) of a tags column's texts ([B] or [B, M]): split at the separator,
+        values trimmed, empty ones skipped, the first S = max_tags kept (rows cut counted as repaired)."""
+        import tensorflow as tf
+
+        size = options["max_tags"]
+        tokens = tf.strings.strip(tf.strings.split(text, options["separator"]))
+        tokens = tf.ragged.boolean_mask(tokens, tf.not_equal(tokens, ""))
+        ids, oov = self.ids(column, tokens.flat_values)
+        batch = tf.shape(text)[0]
+        ids = tokens.with_flat_values(ids).to_tensor(0, shape=tf.concat([tf.shape(text), [size]], 0))
+        cut = tf.cast(tokens.row_lengths(axis=-1) > size, tf.int32)
+        self.repaired.append(tf.reduce_sum(tf.reshape(cut, (batch, -1)), axis=1))
+        unknown = tf.reduce_sum(tf.reshape(tokens.with_flat_values(tf.cast(oov, tf.int32)).to_tensor(0), (batch, -1)),
+                                axis=1)
+        return ids, unknown
+
     def numeric(self, column, text):
         """float32 values (role num) or int32 bucket ids of a numeric column's texts."""
         import tensorflow as tf
@@ -368,6 +392,9 @@ class RawPreprocessing:
             text = inputs[by_column[(column, kind)]]
             if options["type"] == "numeric":
                 features[f"{role}_{feature}"] = self.numeric(column, text)
+            elif options["type"] == "tags":
+                features[f"{role}_{feature}"], oov = self.tags(column, options, text)
+                unknown.append(oov)
             else:
                 ids, oov = self.ids(column, text)
                 features[f"{role}_{feature}"] = ids

@@ -211,7 +211,7 @@ except tf.errors.InvalidArgumentError as error:
         path = os.path.join(self.folder, "lightsuan_export", "1")
         body, _ = build_request(self.state, self.later, 3)
         inputs = {k: np.asarray(v, dtype=str) for k, v in body["inputs"].items()}
-        empty = {k: (v[:, :0] if k in ("item_id", "category", "title") else v) for k, v in inputs.items()}
+        empty = {k: (v[:, :0] if k in ("item_id", "category", "title", "tags") else v) for k, v in inputs.items()}
         self.assertEqual(self.call_raw(path, empty)["shapes"]["pctr"], [3, 0])  # no candidate: [B, 0]
         mixed = dict(inputs, category=np.repeat(inputs["category"], 2, axis=1))
         self.assertEqual(self.call_raw(path, mixed)["error"],
@@ -219,7 +219,7 @@ except tf.errors.InvalidArgumentError as error:
         short = dict(inputs, user_id=inputs["user_id"][:2])
         self.assertIn("has 3 rows but user_id has 2: every input needs the same B", self.call_raw(path, short)["error"])
         # more scores than the request budget (zoo/budget.py): refused before the model (once ~18 KB a candidate)
-        many = {k: (np.repeat(v[:1], 65_537, axis=1) if k in ("item_id", "category", "title") else v[:1])
+        many = {k: (np.repeat(v[:1], 65_537, axis=1) if k in ("item_id", "category", "title", "tags") else v[:1])
                 for k, v in inputs.items()}
         self.assertEqual(self.call_raw(path, many)["error"],
                          "assertion failed: [item_id asks for 65537 scores (rows x candidates), past the budget of "
@@ -237,7 +237,10 @@ except tf.errors.InvalidArgumentError as error:
         body, lines = build_request(self.state, self.later, 60)
         features, unknown, cut, repaired = graph({k: tf.constant(np.asarray(v, dtype=str))
                                                   for k, v in body["inputs"].items()})
-        np.testing.assert_array_equal(repaired.numpy(), np.zeros(60))  # the file's numbers are all readable
+        # the file's numbers are all readable; an item with all 5 tags is cut to the spec's max_tags of 4
+        tags = np.asarray([[len(t.split("|")) if t else 0 for t in row] for row in body["inputs"]["tags"]])
+        np.testing.assert_array_equal(repaired.numpy(), (tags > 4).sum(1))
+        self.assertGreater(repaired.numpy().sum(), 0)
         processed = prepare(None, self.later, preprocessing=self.state, cache_dir=self.cache, verbose=False)
         engine, _ = processed.take("all", np.arange(60))
         position = {line: i for i, line in enumerate(processed.source_lines("all").tolist())}

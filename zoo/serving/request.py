@@ -63,6 +63,11 @@ def build_request(state, path, rows, history_from=None):
         elif kind in ("row", "cand"):
             if column in numbers:
                 values = ["" if np.isnan(numbers[column][i]) else repr(float(numbers[column][i])) for i in order]
+            elif spec.columns[column]["type"] == "tags":  # the row's values joined by the column's separator
+                tokens, lengths = data["list"][column]
+                starts = np.cumsum(lengths) - lengths
+                values = [spec.columns[column]["separator"].join(str(t) for t in tokens[starts[i]:starts[i] + lengths[i]])
+                          for i in order]
             else:
                 values = [str(text[column][i]) for i in order]
             inputs[name] = [[v] for v in values] if kind == "cand" else values
