@@ -3,7 +3,8 @@
 The draft reads the first `sample_rows` rows and guesses, per column: its type (numeric when every
 value is a number, unless whole numbers under an id-like name or constant per item: ids; a list, the
 behaviour history, when values hold a separator such as ^ | ; between several tokens and the name says
-a sequence or history; multi-valued tags otherwise, one value per combination; else categorical), its cardinality, which column looks like the time (an ISO 8601 text, or numbers in the
+a sequence or history; otherwise multi-valued tags of the row, a tags feature of up to the sample's
+largest count of values (at most 32); else categorical), its cardinality, which column looks like the time (an ISO 8601 text, or numbers in the
 range of unix seconds or milliseconds), the label (0/1 values under a name like click or label) and each
 categorical column's role (user when it is constant per user, cand when constant per item, else ctx).
 Every guess is written into the spec's `notes` ("guess: ...", with the evidence); what the flags gave
@@ -21,6 +22,7 @@ from zoo.errors import ZooError
 
 LABEL_NAMES = ("label", "click", "clicked", "clk", "is_click", "target", "y", "converted", "purchase")
 SEPARATORS = ("^", "|", ";")
+MAX_TAGS = 32  # a drafted tags column keeps at most this many values per row
 UNIX_S = (1e8, 1e11)
 UNIX_MS = (1e11, 1e14)
 
@@ -229,10 +231,13 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
                                "guess: integer ids (whole numbers constant per item: an attribute such as a category)")
         elif separator is not None and any(w in name.lower() for w in SEQUENCE_WORDS):
             kinds[name] = ("list", separator)
-        elif separator is not None:
-            kinds[name] = "categorical"  # tags of the row, not a behaviour history
-            notes[name] = (f"guess: multi-valued ({separator}-separated tags), taken as one value per combination "
-                           "(not a history: its name does not say sequence or history)")
+        elif separator is not None:  # tags of the row, not a behaviour history
+            counts = np.asarray([sum(1 for t in v.split(separator) if t.strip()) for v in values.tolist()])
+            kinds[name] = ("tags", separator, int(min(max(counts.max(), 1), MAX_TAGS)))
+            notes[name] = (f"guess: multi-valued ({separator}-separated tags of the row, up to {counts.max()} per row, "
+                           f"{counts.mean():.1f} on average), a tags feature of up to {kinds[name][2]} values that "
+                           "models read as the mean of their embeddings (not a history: its name does not say "
+                           "sequence or history)")
         else:
             kinds[name] = "categorical"
         notes[name] = f"{distinct} distinct of {rows} sampled" + (f"; {notes[name]}" if name in notes else "")
@@ -323,7 +328,7 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
                            "form; add it back by hand only if it is known before the label")
             continue
         distinct = len(set(text[name].tolist()))
-        if isinstance(kind, tuple):
+        if isinstance(kind, tuple) and kind[0] == "list":
             columns[name] = {"role": "hist", "type": "list", "separator": kind[1]}
             notes[name] = f"guess: a list ({kind[1]}-separated, oldest first), a history"
             continue
@@ -350,7 +355,9 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
             role = "ctx"
             notes[name] += "; guess: context (varies per row), role ctx"
         columns[name] = {"role": role}
-        if distinct > rows // 2 and rows >= 1000 and name not in (user, item):
+        if isinstance(kind, tuple):  # tags
+            columns[name].update(type="tags", separator=kind[1], max_tags=kind[2])
+        elif distinct > rows // 2 and rows >= 1000 and name not in (user, item):
             columns[name]["hash_buckets"] = 1 << 18
             notes[name] += "; guess: unbounded cardinality, hashed into 262,144 bins"
     lists = [n for n, o in columns.items() if o.get("type") == "list"]
@@ -365,8 +372,8 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
                              "need --user, --time and --item")
     spec["columns"] = columns
     if user is not None and time is not None and item is not None and not lists:
-        fields = [feature_name(item)] + [feature_name(n) for n, o in columns.items()
-                                         if o["role"] == "cand" and n != item and "hash_buckets" not in o]
+        fields = [feature_name(item)] + [feature_name(n) for n, o in columns.items() if o["role"] == "cand" and n != item
+                                         and "hash_buckets" not in o and o.get("type") != "tags"]
         kinds_of_label = set(text[label].tolist()) - {""} if label is not None else set()
         if label is not None and spec["label"].get("op") == "in" and len(kinds_of_label) > 2 and len(kinds_of_label) <= 30:
             columns[label] = {"role": "hist"}  # an event kind: each earlier row's kind, richer than its label
@@ -384,7 +391,8 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
         spec["statistics"] = {"keys": keys}
         notes["statistics"] = ("running counts per " + " and per ".join(keys) + ": earlier rows, earlier positives and "
                                "a smoothed rate, from rows strictly earlier in time (<key>_seen/_positives/_rate)")
-        attributes = [n for n, o in columns.items() if o["role"] == "cand" and n != item and "hash_buckets" not in o]
+        attributes = [n for n, o in columns.items() if o["role"] == "cand" and n != item and "hash_buckets" not in o
+                      and o.get("type") != "tags"]
         if user in keys and attributes:
             notes["statistics"] += (f"; on request, a pair: add [\"{user}\", \"{attributes[0]}\"] to keys for the user's "
                                     f"earlier rows of the candidate's {attributes[0]} (counted from the history)")

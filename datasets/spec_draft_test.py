@@ -146,8 +146,17 @@ class SpecDraftTest(TestCase):
         spec = draft(path, label="clicked", time="ts", user="user", item="item")
         self.assertEqual((spec["columns"]["category"]["type"], spec["columns"]["category"]["role"]), ("categorical", "cand"))
         self.assertIn("constant per item", spec["notes"]["category"])
-        self.assertEqual(spec["columns"]["genres"]["type"], "categorical")  # tags of the row, not a history
+        self.assertEqual(spec["columns"]["genres"], {"role": "cand", "type": "tags", "separator": "|", "max_tags": 4,
+                                                     "min_count": 1, "max_size": None, "hash_buckets": None,
+                                                     "feature": "genres", "embedding_dim": 8})  # not a history
         self.assertIn("multi-valued", spec["notes"]["genres"])
+        processed = prepare(spec, path, cache_dir=os.path.join(self.folder, "cache"), verbose=False)
+        self.assertEqual(processed.schema.feature("cand_genres").tags, 4)
+        batch, _ = processed.take("train", np.arange(4))
+        lines = open(path).read().splitlines()
+        vocabulary = [None] + processed.preprocessing()["fitted"]["genres"]["tokens"]
+        for row, line in zip(batch["cand_genres"][:, 0], processed.source_lines("train")[:4]):
+            self.assertEqual(sorted(vocabulary[i] for i in row if i), lines[line - 1].split(",")[4].split("|"))
         self.assertEqual(spec["columns"]["recent_items"]["type"], "list")  # its name says a sequence
         tabular = draft(path, label="clicked")  # no item: the row's fields are the candidate's
         self.assertTrue(all(o["role"] == "cand" for o in tabular["columns"].values() if o["role"] not in ("num", "hist")))
