@@ -249,7 +249,7 @@ class _Build:
         self.fitted, self.verbose = fitted, verbose
         self.kinds = {}  # repair kind -> (rank, rows per file index)
         self.states = {} if fitted is None else dict(fitted["fitted"])
-        self.unknown, self._unknown_values = {}, {}
+        self.unknown, self._unknown_values, self._unknown_files = {}, {}, {}  # (OOV: totals, values, per file)
         self.labeled = True
         self.rngs, self.last_seen = {}, None  # sampled negatives: a stream per split; (streaming) attributes
         self.context_files, self.context_rows = 0, None  # history-only files (scoring mode); their rows per file
@@ -424,7 +424,7 @@ class _Build:
                 else:
                     table = self._fit_categorical(name, options, tokens, fitted_tokens(
                         tokens, lengths, train, self.spec.sequence_length))
-                out[name] = (self._lookup(name, table, tokens), lengths)
+                out[name] = (self._lookup(name, table, tokens, np.repeat(np.arange(lengths.size), lengths)), lengths)
         return out
 
     def _tags(self, name, options, tokens, lengths, train):
@@ -433,7 +433,8 @@ class _Build:
         size = options["max_tags"]
         row_of, rank = token_positions(lengths)
         kept = rank < size
-        ids = self._lookup(name, self._fit_categorical(name, options, tokens[kept], train[row_of[kept]]), tokens[kept])
+        ids = self._lookup(name, self._fit_categorical(name, options, tokens[kept], train[row_of[kept]]), tokens[kept],
+                           row_of[kept])
         out = np.zeros((lengths.size, size), np.int32)
         out[row_of[kept], rank[kept]] = ids
         longer = lengths > size
@@ -463,8 +464,9 @@ class _Build:
     def _categorical(self, name, options, values, train):
         return self._lookup(name, self._fit_categorical(name, options, values, train), values)
 
-    def _lookup(self, name, state, values):
-        """ids [n] int32 of raw values under a fitted state (OOV counted in scoring mode)."""
+    def _lookup(self, name, state, values, row_of=None):
+        """ids [n] int32 of raw values under a fitted state (OOV counted in scoring mode, per file: `row_of`, the
+        row of each value of a list or tags column; None: one value per row)."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -487,6 +489,9 @@ class _Build:
             self._unknown_values[name] = seen.cast(pa.string())
             rows = int(unknown.sum()) + self.unknown.get(name, {}).get("rows", 0)
             self.unknown[name] = {"rows": rows, "values": len(seen)}
+            files = self.data["file"] if row_of is None else self.data["file"][row_of]
+            self._unknown_files[name] = self._unknown_files.get(name, 0) + np.bincount(
+                files[unknown], minlength=len(self.accounts))
         return ids
 
     def _numeric(self, name, options, values, train):
@@ -802,9 +807,10 @@ class _Build:
             if self.context_rows is not None:
                 repairs.drop("read {n} row(s) for histories and statistics only (an earlier log: not scored)",
                              int(self.context_rows[index]))
-            for name, unknown in self.unknown.items():
-                repairs.note(f"mapped the '{name}' of {{n}} row(s) to the OOV id (unknown to the fitted preprocessing)",
-                             unknown["rows"])
+            for name in self.unknown:
+                what = (f"mapped {{n}} '{name}' value(s) to the OOV id" if spec.columns[name]["type"] in ("list", "tags")
+                        else f"mapped the '{name}' of {{n}} row(s) to the OOV id")
+                repairs.note(what + " (unknown to the fitted preprocessing)", int(self._unknown_files[name][index]))
             context = 0 if self.context_rows is None else int(self.context_rows[index])
             repairs.finish(int(rows[index]) - int(dropped[index]) - context, context=index < self.context_files)
             if self.verbose is not False:

@@ -193,6 +193,12 @@ class ImpressionLogTest(TestCase):
         self.assertEqual(account["kinds"]["read {n} row(s) for histories and statistics only (an earlier log: not "
                                           "scored)"], 240)
         self.assertEqual((account["read"], account["kept"]), (240, 0))
+        # each file's account counts its own rows' unknown values (the earlier log's items are all known)
+        self.assertFalse([kind for kind in account["kinds"] if kind.startswith("mapped")])
+        new_items = sum(line.split(",")[2].startswith("new-") for line in later_lines[1:])
+        self.assertGreater(new_items, 0)
+        self.assertEqual(scored.info["accounting"]["later.csv"]["kinds"][
+            "mapped the 'item_id' of {n} row(s) to the OOV id (unknown to the fitted preprocessing)"], new_items)
         with self.assertRaisesRegex(ZooError, r"^history_from .* goes with a preset's fitted preprocessing$"):
             self.prepare(None, later, history_from=[self.path])
 

@@ -331,7 +331,8 @@ class Events(_Processed):
             if key.startswith("hist_"):
                 continue
             if key.startswith("cand_"):
-                features[key] = self._sample(split, key, filled).reshape(groups.shape)
+                value = self._sample(split, key, filled)
+                features[key] = value.reshape(groups.shape + value.shape[1:])  # (a tags feature keeps its S)
             else:
                 features[key] = self._sample(split, key, anchor)
         labels = self._sample(split, "labels", filled).reshape(groups.shape).astype("float32")
