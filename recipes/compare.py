@@ -36,7 +36,7 @@ import numpy as np
 
 from zoo.errors import ZooError
 from zoo.recipes import baselines as baseline_recipes
-from zoo.recipes.evaluate import predict_rows
+from zoo.recipes.evaluate import predict_rows, scoring_batch
 from zoo.recipes.metrics import auc, bootstrap_aucs, gauc, logloss, paired_bootstrap
 from zoo.recipes.protocols import get_recipe
 from zoo.recipes.reproduce import Reproduction, Row, Table, _slug, _t95
@@ -112,7 +112,8 @@ class Comparison(Reproduction):
         later = self.later_processed()
         if later is not None:
             scoring = time.perf_counter()
-            dataset, _ = make_dataset(later, "all", batch_size=1024, shuffle=False)
+            dataset, _ = make_dataset(later, "all", batch_size=scoring_batch(1024, later.schema.sequence_length),
+                                      shuffle=False)
             later_labels, later_scores, _ = predict_rows(model, dataset)
             result["later_seconds"] = round(time.perf_counter() - scoring, 4)
             np.save(directory / f"seed{seed}_later_scores.npy", later_scores.astype("float32"))

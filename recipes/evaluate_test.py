@@ -48,6 +48,15 @@ class EvaluateTest(TestCase):
         for name in report["figures"]:
             self.assertGreater((directory / name).stat().st_size, 10_000, name)
 
+    def test_scoring_batches_are_larger_but_bounded_by_the_history_tokens(self):
+        from zoo.recipes.evaluate import SCORING_TOKENS, scoring_batch
+
+        self.assertEqual(scoring_batch(1024), 4096)  # no history: 4x the training batch
+        self.assertEqual(scoring_batch(1024, 50), 4096)
+        self.assertEqual(scoring_batch(1024, 200), SCORING_TOKENS // 201)  # 1304: the tokens bound it
+        self.assertEqual(scoring_batch(1024, 1000), 1024)  # never below the training batch
+        self.assertEqual(scoring_batch(256, 50), 1024)
+
     def test_a_model_of_another_schema_is_refused_in_one_line(self):
         model = zoo.get("din", schema=small_simulator().schema, attention_units=(4,), mlp_units=(8,))
         other = small_simulator(sequence_length=12, num_items=90).dataset(16, batch_size=16, seed=3, shuffle=False)

@@ -217,7 +217,7 @@ def train(model, source=None, out="runs/fit", *, recipe="suan", epochs=None, bat
     import keras
 
     import zoo
-    from zoo.recipes.evaluate import StepLog, predict_rows
+    from zoo.recipes.evaluate import StepLog, predict_rows, scoring_batch
     from zoo.recipes.fit import data_options, model_overrides
 
     fit, evaluate = zoo.recipes.fit, zoo.recipes.evaluate  # (looked up when called: a test may wrap them)
@@ -239,7 +239,8 @@ def train(model, source=None, out="runs/fit", *, recipe="suan", epochs=None, bat
     held_out = max(source.rows // 5, 1)
     train_data, schema = source.load("train", source.rows, **training)
     val, _ = source.load("validation", held_out, **training)
-    plain_val, _ = source.load("validation", held_out, batch_size=recipe.batch_size)
+    scoring = scoring_batch(recipe.batch_size, schema.sequence_length)
+    plain_val, _ = source.load("validation", held_out, batch_size=scoring)
     overrides = {**model_overrides(recipe, zoo.registry.entry(model_name).cls), **dict(hyperparameters or {})}
     with run.scope() if run is not None else contextlib.nullcontext():  # variables placed as they are made
         model = zoo.get(model_name, schema=schema.with_candidates(1), **overrides)
@@ -272,7 +273,7 @@ def train(model, source=None, out="runs/fit", *, recipe="suan", epochs=None, bat
                    "val_ece": report["calibration"]["ece"]}
         if not source.simulated:
             log("scoring the test split")
-            test, _ = source.load("test", held_out, batch_size=recipe.batch_size)
+            test, _ = source.load("test", held_out, batch_size=scoring)
             scored["test"] = (test, predict_rows(model, test, verbose=progress()))  # (the baselines read them too)
             test_report = evaluate(model, test, report_path=os.path.join(out, "test_report.json"),
                                    predicted=scored["test"][1])
