@@ -633,6 +633,11 @@ class DataSpec:
             raise ZooError(f"spec column '{label}': the label's own column is a feature of its row, so the model would "
                            "read the label it predicts; remove it from 'columns' (or mark it \"allow_label_column\": "
                            "true for a deliberate case)")
+        for key in ("user", "item"):  # a key is one value a row
+            column = getattr(self, key)
+            if column in self.columns and self.columns[column]["type"] in ("list", "tags"):
+                raise ZooError(f"spec '{key}': '{column}' is a {self.columns[column]['type']} column; the {key} key is "
+                               "one value a row")
         if self.split["by"] in ("time", "date") and self.time is None:
             raise ZooError(f"spec 'split': by {self.split['by']} needs a 'time' column")
         if self.split["by"] == "user" and self.user is None:

@@ -411,9 +411,9 @@ class _Build:
                 out[name] = self._categorical(name, options, _bars_tokens(self.data["numeric"][name]), train)
             elif options["type"] == "numeric":
                 out[name] = self._numeric(name, options, self.data["numeric"][name], train)
-        for name, options in columns.items():
-            if options["type"] == "tags":
+            elif options["type"] == "tags":  # (in column order: the fitted states' order is the streaming build's)
                 out[name] = self._tags(name, options, *self.data["list"][name], train)
+        for name, options in columns.items():
             if options["type"] == "list":
                 tokens, lengths = self.data["list"][name]
                 shared = shared_column(columns, options)

@@ -14,7 +14,7 @@ USER_BEHAVIOR = SHARED_DATA / "taobao-userbehavior" / "UserBehavior.csv"
 
 
 def read_log(path):
-    with open(path, newline="") as f:
+    with open(path, newline="", encoding="utf-8") as f:
         return list(csv.DictReader(f))
 
 
@@ -48,6 +48,8 @@ class ImpressionLogTest(TestCase):
         tokens = state["fitted"]["item_id"]["tokens"]
         item_id = {token: i + 1 for i, token in enumerate(tokens)}
         oov = len(tokens) + 1
+        tag_tokens = state["fitted"]["tags"]["tokens"]
+        tag_id = {token: i + 1 for i, token in enumerate(tag_tokens)}
         times = np.array([seconds(r["ts"]) for r in self.rows])
         users = np.array([r["user_id"] for r in self.rows])
         cut = np.sort(times)[[int(240 * 0.8), int(240 * 0.9)]]
@@ -78,7 +80,12 @@ class ImpressionLogTest(TestCase):
                 self.assertEqual(list(features["hist_time"][k][4 - len(expected):]), list(times[earlier]))
                 self.assertEqual(features["cand_item_id"][k, 0], item_id.get(self.rows[i]["item_id"], oov))
                 self.assertEqual(features["cand_time"][k, 0], times[i])
+                tags = [t.strip() for t in self.rows[i]["tags"].split("|") if t.strip()][:4]  # (no-break spaces too)
+                expected = [tag_id.get(t, len(tag_tokens) + 1) for t in tags]
+                self.assertEqual(list(features["cand_tags"][k, 0]), expected + [0] * (4 - len(expected)))
         self.assertEqual(seen, 240)
+        self.assertIn("\u00a0", "".join(r["tags"] for r in self.rows))
+        self.assertTrue(all(token == token.strip() and token for token in tag_tokens))
         account = processed.info["accounting"]["log.csv"]
         self.assertEqual(account["read"], account["kept"] + account["repaired"] + account["dropped"])
         self.assertEqual(account["repaired"], sum(1 for r in self.rows if not r["price"]))
@@ -86,6 +93,17 @@ class ImpressionLogTest(TestCase):
                          len(state["fitted"]["title"]["tokens"]) + 2)
         self.assertIn('Item 0, size 0, "deluxe"', state["fitted"]["title"]["tokens"] + ["Item 0, size 0, \"deluxe\""])
         self.assertTrue(any(", size" in t for t in state["fitted"]["title"]["tokens"]))
+
+    def test_tag_lists_longer_than_max_tags_keep_their_first_values_counted(self):
+        path = write_impression_log(os.path.join(self.folder, "many.csv"), rows=200, items=80)
+        rows = read_log(path)
+        processed = self.prepare(path=path)
+        longer = sum(len([t for t in r["tags"].split("|") if t.strip()]) > 4 for r in rows)
+        self.assertGreater(longer, 0)  # items 31 and 63 hold all five tags
+        account = processed.info["accounting"]["many.csv"]
+        self.assertEqual(account["kinds"]["kept the first 4 of {n} 'tags' tag list(s) longer than 4"], longer)
+        self.assertEqual(account["repaired"], sum(1 for r in rows if not r["price"] or
+                                                  len([t for t in r["tags"].split("|") if t.strip()]) > 4))
 
     def test_feedback_and_running_statistics_read_strictly_earlier_rows_only(self):
         processed = self.prepare()

@@ -79,3 +79,25 @@ class DataSpecValuesTest(TestCase):
         with open(path, "w") as f:
             json.dump(impression_spec(sequence_length=4), f)
         self.assertEqual(DataSpec.read(path).sequence_length, 4)
+
+    def test_tags_columns_are_checked_in_one_line(self):
+        cases = [
+            (lambda s: s["columns"]["tags"].update(role="hist"), r"^spec column 'tags': tags are a feature of the row "
+                                                                 r"\(role user, cand or ctx\)"),
+            (lambda s: s["columns"]["tags"].update(separator=""), r"^spec column 'tags': 'separator' should be a "
+                                                                  r"non-empty string$"),
+            (lambda s: s["columns"]["tags"].update(max_tags=0), r"^spec column 'tags' 'max_tags'"),
+            (lambda s: s["columns"]["tags"].update(max_tags=10**9), r"'max_tags': 1,000,000,000 is past the budget"),
+            (lambda s: s["columns"]["tags"].update(positions=3), r"^spec column 'tags': 'positions' does not apply "
+                                                                 r"to a tags column$"),
+            (lambda s: s["columns"]["tags"].update(role="num"), r"tags are a feature of the row|role num is for numeric"),
+            (lambda s: s.update(item="tags"), r"^spec 'item': 'tags' is a tags column; the item key is one value a row$"),
+            (lambda s: s["statistics"].update(keys=["tags"]), r"'tags' should be the user or a categorical"),
+        ]
+        for change, message in cases:
+            with self.subTest(message=message), self.assertRaisesRegex(ZooError, message) as raised:
+                DataSpec(mutated(change))
+            self.assertEqual(len(str(raised.exception).splitlines()), 1)
+        drafted = DataSpec(mutated(lambda s: s["columns"].update(genres={"role": "user", "separator": ";"})))
+        self.assertEqual(drafted.columns["genres"]["type"], "tags")  # a separator on a row's column: tags
+        self.assertEqual(drafted.columns["genres"]["max_tags"], 8)

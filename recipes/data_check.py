@@ -52,6 +52,10 @@ def schema_differences(model_schema, data_schema):
         if f.key in model_keys and f.vocabulary_size is not None
         and f.vocabulary_size > model_schema.feature(f.key).vocabulary_size
     ]
+    tags = [f"{f.key} holds {f.tags or 1} value(s) a row in the data but {model_schema.feature(f.key).tags or 1} in "
+            "the model" for f in data_schema.features
+            if f.key in model_keys and f.group != "num" and f.tags != model_schema.feature(f.key).tags]
+    differences.extend(tags[:_SHOWN])
     if small:
         differences.append("vocabularies too small: " + ", ".join(small[:_SHOWN]) + (
             f" and {len(small) - _SHOWN} more" if len(small) > _SHOWN else ""))
@@ -87,4 +91,11 @@ def check_dataset(model, *datasets, hint=None):
         if lengths and lengths != {schema.sequence_length}:
             differences.append(f"the history has length {_names(map(str, lengths))} in the data but "
                                f"{schema.sequence_length} in the model")
+        for key in sorted(data_keys & model_keys - {"hist_time", "cand_time"}):  # a tags feature's S, or none
+            f, shape = schema.feature(key), features[key].shape
+            rank = 1 + (key.startswith(("hist_", "cand_"))) + (f.tags > 0)
+            if (f.tags or len(shape) == rank + 1) and (len(shape) != rank or f.tags and shape[-1] not in (None, f.tags)):
+                differences.append(f"{key} has shape {list(shape)} in the data but the model reads "
+                                   f"{'[B, M' if key.startswith('cand_') else '[B'}{', S=' + str(f.tags) if f.tags else ''}"
+                                   f"{', L' if key.startswith('hist_') else ''}]")
         _report(name, differences, data_keys - model_keys, hint)

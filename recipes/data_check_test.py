@@ -47,3 +47,27 @@ class DataCheckTest(TestCase):
             check_dataset(self.model, without_price, hint="python -m zoo fit din")
         with self.assertRaisesRegex(ZooError, "Build a model for this data: python -m zoo fit din$"):
             check_dataset(self.model, without_price, hint="python -m zoo fit din")
+
+    def test_a_tags_feature_of_another_size_is_named(self):
+        import numpy as np
+        import tensorflow as tf
+
+        genres = Feature("genres", "cand", 7, 4, tags=3)
+        schema = dataclasses.replace(self.schema, features=self.schema.features + (genres,))
+        model = zoo.get("din", schema=schema, attention_units=(4,), mlp_units=(8,))
+        wider = dataclasses.replace(schema, features=self.schema.features + (dataclasses.replace(genres, tags=5),))
+        self.assertEqual(schema_differences(schema, wider), ["cand_genres holds 5 value(s) a row in the data but 3 in "
+                                                             "the model"])
+        one = dataclasses.replace(schema, features=self.schema.features + (dataclasses.replace(genres, tags=0),))
+        self.assertEqual(schema_differences(schema, one), ["cand_genres holds 1 value(s) a row in the data but 3 in "
+                                                           "the model"])
+        features, labels = small_simulator().sample(8, seed=0)
+        for ids, message in ((np.zeros((8, 1, 5), "int32"), r"cand_genres has shape \[None, 1, 5\] in the data but the "
+                                                             r"model reads \[B, M, S=3\]"),
+                             (np.zeros((8, 1), "int32"), r"cand_genres has shape \[None, 1\] in the data but the "
+                                                         r"model reads \[B, M, S=3\]")):
+            dataset = tf.data.Dataset.from_tensor_slices((dict(features, cand_genres=ids), labels)).batch(4)
+            with self.assertRaisesRegex(ZooError, message):
+                check_dataset(model, dataset)
+        right = tf.data.Dataset.from_tensor_slices((dict(features, cand_genres=np.zeros((8, 1, 3), "int32")), labels))
+        check_dataset(model, right.batch(4))

@@ -118,7 +118,8 @@ class ReSTTrainer(backend_kernels.RowSteps, keras.Model):
             cls_state = ops.reshape(decoded[:, :, 0], (-1, ops.shape(decoded)[-1]))  # [B M, d]
             user = ops.reshape(ops.repeat(taps["user"][:, None], m, axis=1), (-1, ops.shape(taps["user"])[-1]))
             outputs["align_logits"] = RestAlignment(aux_units, name="alignment")(cls_state, user)
-            ids = ops.stack([ops.cast(inputs[f.key], "int32") for f in schema.group("user")], axis=-1)
+            ids = ops.concatenate([ops.reshape(ops.cast(inputs[f.key], "int32"), (-1, max(f.tags, 1)))  # (tags: S ids)
+                                   for f in schema.group("user")], axis=-1)
             ids = ops.reshape(ops.repeat(ids[:, None], m, axis=1), (-1, ids.shape[-1]))  # [B M, F_u]
             outputs["same_user"] = ops.all(ops.equal(ids[:, None, :], ids[None, :, :]), axis=-1)
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)

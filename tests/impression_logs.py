@@ -1,6 +1,7 @@
 """A team's own impression log, as the data-spec tests and the README's walkthrough use it: a CSV with a
 header, string ids, item titles holding commas (quoted), ISO 8601 times, a 0/1 label, a price with gaps,
-the item's tags (`sale|gift`, none to five) and columns in no particular order. Clicks follow each user's favourite category, so a model can learn.
+the item's tags (`sale|gift`, none to five, some padded with white space) and columns in no particular
+order. Clicks follow each user's favourite category, so a model can learn.
 """
 
 import csv
@@ -12,6 +13,14 @@ COLUMNS = ("clicked", "ts", "item_id", "title", "user_id", "price", "category", 
 TAGS = ("new", "sale", "gift", "eco", "bulk")
 
 
+def _tags(item, new=False):
+    """The item's tags (none to five of TAGS), `|`-joined; every 11th item's padded with white space (a no-break
+    space before, a space after, trimmed when read); a renamed (unseen) item's led by "fresh", a tag no earlier
+    log knows."""
+    tags = (["fresh"] if new else []) + [TAGS[j] for j in range(len(TAGS)) if (item >> j) & 1]
+    return "|".join(f"\u00a0{tag} " for tag in tags) if item % 11 == 0 else "|".join(tags)
+
+
 def write_impression_log(path, rows=600, users=30, items=80, seed=0, start="2024-03-01T08:00:00Z", days=10,
                          unseen_from=None):
     """Writes `rows` impressions to `path`; returns the path. Item ids at or above `unseen_from` (when
@@ -21,7 +30,7 @@ def write_impression_log(path, rows=600, users=30, items=80, seed=0, start="2024
     favourite = rng.integers(0, 6, size=users)
     category = rng.integers(0, 6, size=items)
     seconds = np.sort(rng.integers(0, days * 86400, size=rows))
-    with open(path, "w", newline="") as f:
+    with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f, quoting=csv.QUOTE_MINIMAL)
         writer.writerow(COLUMNS)
         for i in range(rows):
@@ -35,7 +44,7 @@ def write_impression_log(path, rows=600, users=30, items=80, seed=0, start="2024
                 int(rng.random() < p), moment.strftime("%Y-%m-%dT%H:%M:%SZ"), item_key,
                 f"Item {item}, size {item % 3}, \"deluxe\"" if item % 5 == 0 else f"Item {item}, size {item % 3}",
                 f"user-{user:03d}", price, f"cat {category[item]}", ["ios", "android", "web"][i % 3],
-                "|".join(TAGS[j] for j in range(len(TAGS)) if (item >> j) & 1),  # 0 to 5 tags of the item
+                _tags(item, new=not (unseen_from is None or item < unseen_from)),
             ])
     return path
 

@@ -131,6 +131,7 @@ class Schema:
                 raise ZooError(f"feature '{feature.key}' has tags {feature.tags}: tags are features of a row "
                                "(groups user, cand, ctx), not of the history or a numeric")
             budget.check("embedding_dim", feature.embedding_dim, f"feature '{feature.key}' embedding_dim")
+            budget.check("sequence_length", feature.tags, f"feature '{feature.key}' tags")
             budget.check("vocabulary_size", feature.vocabulary_size, f"feature '{feature.key}' vocabulary_size")
         has_hist = bool(self.group("hist"))
         if has_hist and (not isinstance(self.sequence_length, int) or self.sequence_length < 1):
@@ -149,6 +150,9 @@ class Schema:
             raise ZooError("schema has time=True but no hist feature to time")
         for name in set(self.field_names("hist")) & set(self.field_names("cand")):
             hist, cand = self.feature(f"hist_{name}"), self.feature(f"cand_{name}")
+            if cand.tags:
+                raise ZooError(f"cand_{name} is a tags feature and hist_{name} one value a behaviour; the two would "
+                               "share one embedding table: name one of them differently")
             if (hist.vocabulary_size, hist.embedding_dim) != (cand.vocabulary_size, cand.embedding_dim):
                 raise ZooError(
                     f"hist_{name} and cand_{name} share one embedding table but differ in "

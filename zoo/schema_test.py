@@ -53,6 +53,14 @@ class SchemaTest(TestCase):
             ),
             (dict(features=(Feature("a", "user", 3), Feature("a", "user", 3)), sequence_length=0, time=False),
              "appears twice"),
+            (dict(features=(Feature("genre", "hist", 10), Feature("genre", "cand", 10, tags=2))),
+             "^cand_genre is a tags feature and hist_genre one value a behaviour; the two would share one embedding"),
+            (dict(features=(Feature("g", "user", 10, tags=-1),), sequence_length=0, time=False),
+             "^feature 'user_g' has tags -1; it must be an integer >= 0$"),
+            (dict(features=(Feature("g", "num", tags=2),), sequence_length=0, time=False),
+             "^feature 'num_g' has tags 2: tags are features of a row"),
+            (dict(features=(Feature("g", "ctx", 10, tags=10**9),), sequence_length=0, time=False),
+             "^feature 'ctx_g' tags: 1,000,000,000 is past the budget"),
         ]
         for kwargs, message in cases:
             with self.assertRaisesRegex(ZooError, message):

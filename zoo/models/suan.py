@@ -313,7 +313,7 @@ class SUAN(ZooModel):
         for key, value in features.items():
             value = np.concatenate([value, np.repeat(value[-1:], rows - batch, axis=0)])
             if key in cand_keys:
-                value = np.pad(value, [(0, 0), (0, columns - m1)])
+                value = np.pad(value, [(0, 0), (0, columns - m1)] + [(0, 0)] * (value.ndim - 2))  # (tags: [B, M, S])
             filled[key] = value
         scorer = self._scorer(m2, use_cache)
         pctr = np.zeros((rows, columns), "float32")

@@ -154,3 +154,54 @@ class TagsFeatureTest(TestCase):
                 after = keras.ops.convert_to_numpy(model(changed, training=False))
                 self.assertGreater(np.abs(after[0] - before[0]).max(), 0.0)  # row 0 read its new tags (ignored: equal bits)
                 self.assertAllClose(after[1:], before[1:], atol=1e-6)  # the other rows did not
+
+    def tagged(self, **simulator):
+        """(schema, features [B=6, M]) of the small simulator with cand_genres [B, M, 3] and user_likes [B, 2]."""
+        import dataclasses
+
+        from zoo.feature import Feature
+
+        simulator = small_simulator(**simulator)
+        features, labels = simulator.sample(6, seed=3)
+        schema = simulator.schema
+        dim = schema.feature("cand_item_id").embedding_dim
+        schema = dataclasses.replace(schema, features=schema.features + (
+            Feature("genres", "cand", 7, dim, tags=3), Feature("likes", "user", 5, dim, tags=2)))
+        rng = np.random.default_rng(1)
+        m = features["cand_item_id"].shape[1]
+        return schema, dict(features, cand_genres=rng.integers(0, 7, (6, m, 3)).astype("int32"),
+                            user_likes=rng.integers(0, 5, (6, 2)).astype("int32")), labels
+
+    def test_lightsuan_scores_parallel_candidates_with_tags(self):
+        from zoo.models.suan_test import with_candidates
+
+        schema, features, _ = self.tagged()
+        model = registry.entry("lightsuan").cls(schema, **dict(SMALL["lightsuan"], parallel_candidates=3))
+        many = with_candidates(features, 7)  # 3 passes, the last with 2 placeholders: tags padded alike
+        many["cand_genres"] = np.random.default_rng(2).integers(0, 7, (6, 7, 3)).astype("int32")
+        alone = model.score_candidates(many, parallel_candidates=1, use_cache=False)
+        parallel = model.score_candidates(many, use_cache=False)
+        self.assertEqual(parallel.shape, (6, 7))
+        self.assertAllClose(parallel, alone, atol=1e-5)
+        changed = dict(many, cand_genres=many["cand_genres"].copy())
+        changed["cand_genres"][:, 4] = [1, 2, 3]
+        after = model.score_candidates(changed, use_cache=False)
+        self.assertAllClose(np.delete(after, 4, axis=1), np.delete(parallel, 4, axis=1), atol=1e-6)
+        self.assertGreater(np.abs(after[:, 4] - parallel[:, 4]).max(), 0.0)
+
+    def test_rest_auxiliary_training_tells_users_apart_by_their_tags_too(self):
+        from zoo.recipes.rest_training import ReSTTrainer
+
+        schema, features, labels = self.tagged()
+        model = registry.entry("rest").cls(schema, **SMALL["rest"])
+        trainer = ReSTTrainer(model, aux_units=8)
+        features["user_likes"][1] = features["user_likes"][0]
+        for key in (f.key for f in schema.group("user") if f.key != "user_likes"):
+            features[key][1] = features[key][0]  # rows 0 and 1: one user, but for row 2's likes
+        features["user_likes"][2] = (features["user_likes"][0] % 4) + 1
+        for key in (f.key for f in schema.group("user") if f.key != "user_likes"):
+            features[key][2] = features[key][0]
+        same = keras.ops.convert_to_numpy(trainer(features)["same_user"])
+        self.assertTrue(same[0, 1] and not same[0, 2])
+        trainer.compile(optimizer="adam", loss="binary_crossentropy")
+        self.assertTrue(np.isfinite(np.asarray(trainer.train_on_batch(features, labels))).all())

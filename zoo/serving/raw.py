@@ -50,6 +50,7 @@ from zoo.errors import ZooError
 from zoo.schema import NUMERIC_LIMIT
 
 ISO_ZONE = r"(Z|[+-]\d\d:?\d\d)$"
+TRIMMED = r"^[\s\v\x{85}\p{Z}]+|[\s\v\x{85}\p{Z}]+$"  # Unicode white space at either end (pyarrow's utf8_trim_whitespace)
 
 
 def check_state(state):
@@ -261,16 +262,15 @@ class RawPreprocessing:
         import tensorflow as tf
 
         size = options["max_tags"]
-        tokens = tf.strings.strip(tf.strings.split(text, options["separator"]))
+        tokens = tf.strings.regex_replace(tf.strings.split(text, options["separator"]), TRIMMED, "")
         tokens = tf.ragged.boolean_mask(tokens, tf.not_equal(tokens, ""))
         ids, oov = self.ids(column, tokens.flat_values)
-        batch = tf.shape(text)[0]
-        ids = tokens.with_flat_values(ids).to_tensor(0, shape=tf.concat([tf.shape(text), [size]], 0))
+        batch, shape = tf.shape(text)[0], tf.concat([tf.shape(text), [size]], 0)
+        ids = tokens.with_flat_values(ids).to_tensor(0, shape=shape)
         cut = tf.cast(tokens.row_lengths(axis=-1) > size, tf.int32)
         self.repaired.append(tf.reduce_sum(tf.reshape(cut, (batch, -1)), axis=1))
-        unknown = tf.reduce_sum(tf.reshape(tokens.with_flat_values(tf.cast(oov, tf.int32)).to_tensor(0), (batch, -1)),
-                                axis=1)
-        return ids, unknown
+        oov = tokens.with_flat_values(tf.cast(oov, tf.int32)).to_tensor(0, shape=shape)  # (the kept values only)
+        return ids, tf.reduce_sum(tf.reshape(oov, (batch, -1)), axis=1)
 
     def numeric(self, column, text):
         """float32 values (role num) or int32 bucket ids of a numeric column's texts."""
@@ -455,7 +455,7 @@ def endpoints(model, options):
             pctr = model.score_all(features, parallel_candidates=m2 or model.parallel_candidates,
                                    use_cache=model.alignment_pool == "causal")
             # [B, M] stated: with M = 0 (no pass) score_all's reshape cannot infer B
-            pctr = tf.reshape(pctr, tf.shape(next(v for k, v in features.items() if k.startswith("cand_"))))
+            pctr = tf.reshape(pctr, tf.shape(next(v for k, v in features.items() if k.startswith("cand_")))[:2])
             extra["rectified_pctr"] = model.rectified_pctr(pctr)
         elif hasattr(model, "decoder"):
             encoded = model.encoder()({k: v for k, v in features.items() if k.startswith("hist")}, training=False)

@@ -1,3 +1,4 @@
+import csv
 import datetime
 import os
 import tempfile
@@ -235,9 +236,13 @@ except tf.errors.InvalidArgumentError as error:
         schema = self.processed.schema
         graph = RawPreprocessing(self.state, schema)
         body, lines = build_request(self.state, self.later, 60)
+        with open(self.later, newline="", encoding="utf-8") as f:  # the tags as the file writes them: padded with
+            written = {line: row["tags"] for line, row in enumerate(csv.DictReader(f), 2)}  # white space, some
+        body["inputs"]["tags"] = [[written[line]] for line in lines]
+        self.assertTrue(any("\u00a0" in row[0] for row in body["inputs"]["tags"]))
         features, unknown, cut, repaired = graph({k: tf.constant(np.asarray(v, dtype=str))
                                                   for k, v in body["inputs"].items()})
-        # the file's numbers are all readable; an item with all 5 tags is cut to the spec's max_tags of 4
+        # the file's numbers are all readable; a tag list longer than the spec's max_tags of 4 is cut to it
         tags = np.asarray([[len(t.split("|")) if t else 0 for t in row] for row in body["inputs"]["tags"]])
         np.testing.assert_array_equal(repaired.numpy(), (tags > 4).sum(1))
         self.assertGreater(repaired.numpy().sum(), 0)
