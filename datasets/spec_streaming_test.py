@@ -172,6 +172,8 @@ class StreamingBuildTest(TestCase):
             with self.subTest(split=split["by"]):
                 spec = impression_spec(statistics=False, sequence_length=4, split=split)
                 spec["history"].update(only=rule, min_length=min_length)
+                if split["by"] == "order":  # a tags column first: both builds fit the columns in their order
+                    spec["columns"] = {"tags": spec["columns"].pop("tags"), **spec["columns"]}
                 memory, streamed = self.both(spec, files)
                 first, second = self.assert_same(memory, streamed, exact=False)
                 self.assertEqual(first["kind"], "events")

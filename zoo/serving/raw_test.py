@@ -55,7 +55,9 @@ class RawSignatureTest(TestCase):
         cls.later = write_impression_log(os.path.join(cls.folder, "later.csv"), rows=60, users=8, seed=1,
                                          start="2024-03-11T08:00:00Z", days=2, unseen_from=70)
         cls.cache = os.path.join(cls.folder, "cache")
-        cls.processed = prepare(impression_spec(sequence_length=4), cls.log, cache_dir=cls.cache, verbose=False)
+        spec = impression_spec(sequence_length=4)
+        spec["columns"] = {"tags": spec["columns"].pop("tags"), **spec["columns"]}  # cand_tags [B, M, S] first
+        cls.processed = prepare(spec, cls.log, cache_dir=cls.cache, verbose=False)
         cls.state = cls.processed.preprocessing()
 
     @classmethod
@@ -216,14 +218,14 @@ except tf.errors.InvalidArgumentError as error:
         self.assertEqual(self.call_raw(path, empty)["shapes"]["pctr"], [3, 0])  # no candidate: [B, 0]
         mixed = dict(inputs, category=np.repeat(inputs["category"], 2, axis=1))
         self.assertEqual(self.call_raw(path, mixed)["error"],
-                         "assertion failed: [category has shape [3, 2] but item_id has [3, 1]: the cand inputs share M]")
+                         "assertion failed: [category has shape [3, 2] but tags has [3, 1]: the cand inputs share M]")
         short = dict(inputs, user_id=inputs["user_id"][:2])
-        self.assertIn("has 3 rows but user_id has 2: every input needs the same B", self.call_raw(path, short)["error"])
+        self.assertIn("user_id has 2 rows but tags has 3: every input needs the same B", self.call_raw(path, short)["error"])
         # more scores than the request budget (zoo/budget.py): refused before the model (once ~18 KB a candidate)
         many = {k: (np.repeat(v[:1], 65_537, axis=1) if k in ("item_id", "category", "title", "tags") else v[:1])
                 for k, v in inputs.items()}
         self.assertEqual(self.call_raw(path, many)["error"],
-                         "assertion failed: [item_id asks for 65537 scores (rows x candidates), past the budget of "
+                         "assertion failed: [tags asks for 65537 scores (rows x candidates), past the budget of "
                          "65,536 per request (request_scores in zoo/budget.py): send fewer rows or candidates per "
                          "request]")
 
