@@ -424,7 +424,7 @@ class _Build:
                 else:
                     table = self._fit_categorical(name, options, tokens, fitted_tokens(
                         tokens, lengths, train, self.spec.sequence_length))
-                out[name] = (self._lookup(name, table, tokens, np.repeat(np.arange(lengths.size), lengths)), lengths)
+                out[name] = (self._lookup(name, table, tokens, token_positions(lengths)[0]), lengths)
         return out
 
     def _tags(self, name, options, tokens, lengths, train):

@@ -47,15 +47,20 @@ def _auc_in_order(positives, negatives, ties):
                   - np.einsum("...g,...g->...", positives, negatives, dtype=np.float64))
     if ties is not None:
         tied, first, last = ties
-        tied_positives, tied_negatives = np.take(positives, tied, axis=-1), np.take(negatives, tied, axis=-1)
-        running = np.cumsum(tied_negatives, axis=-1, dtype=negatives.dtype)
-        before = running - tied_negatives
-        start = np.take(before, first, axis=-1)  # negative weight before each row's score
-        whole, earlier = np.take(running, last, axis=-1) - start, before - start  # at its score; before it there
-        twice_wins += np.einsum("...g,...g->...", tied_positives, whole - 2 * earlier - tied_negatives,
-                                dtype=np.float64)
+        twice_wins += _tied_wins(np.take(positives, tied, axis=-1), np.take(negatives, tied, axis=-1), first, last)
     total = positives.sum(axis=-1, dtype=np.float64) * (through[..., -1] if through.shape[-1] else 0)
     return np.where(total > 0, twice_wins / 2 / np.where(total > 0, total, 1), np.nan)
+
+
+def _tied_wins(tied_positives, tied_negatives, first, last):
+    """Twice the wins to add for the rows of shared scores (`_score_order`'s ties: their weights in order, and
+    the offsets of the first and last row of each one's score): each row was scored against the rows before
+    it in the order only; it is set right against its score's whole negative weight (ties count half)."""
+    running = np.cumsum(tied_negatives, axis=-1, dtype=tied_negatives.dtype)
+    before = running - tied_negatives
+    start = np.take(before, first, axis=-1)  # negative weight before each row's score
+    whole, earlier = np.take(running, last, axis=-1) - start, before - start  # at its score; before it there
+    return np.einsum("...g,...g->...", tied_positives, whole - 2 * earlier - tied_negatives, dtype=np.float64)
 
 
 def auc(labels, scores):
@@ -238,12 +243,7 @@ def _drawn_auc(times, negative_rows, positive_rows, negatives_before, order, lab
         tied, first, last = ties
         tied_times = np.take(times, order[tied], axis=1)
         tied_positives = tied_times * label[tied]
-        tied_negatives = tied_times - tied_positives
-        running = np.cumsum(tied_negatives, axis=-1, dtype=times.dtype)
-        before = running - tied_negatives
-        start = np.take(before, first, axis=-1)
-        whole, earlier = np.take(running, last, axis=-1) - start, before - start
-        twice_wins += np.einsum("rg,rg->r", tied_positives, whole - 2 * earlier - tied_negatives, dtype=np.float64)
+        twice_wins += _tied_wins(tied_positives, tied_times - tied_positives, first, last)
     total = positives.sum(axis=-1, dtype=np.float64) * through[:, -1]
     return np.where(total > 0, twice_wins / 2 / np.where(total > 0, total, 1), np.nan)
 
