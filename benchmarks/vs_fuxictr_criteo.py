@@ -112,6 +112,7 @@ class Phases:
     def __init__(self):
         self.train_s, self.val_s = [], []
         self.fit_s = self.after_fit_s = 0.0
+        self.threads = None
         self._mark = None
 
     def start_train(self):
@@ -176,6 +177,8 @@ def zoo_cell(spec):
         started = time.perf_counter()
         history = fit(*args, callbacks=[*callbacks, phases.callback(keras)], **kwargs)
         phases.fit_s = time.perf_counter() - started
+        tuner = getattr(history, "thread_tuner", None)  # torch's thread counts, measured (recipes/thread_tuner.py)
+        phases.threads = [{"step": p["step"], "threads": p["threads"], "ms": p["ms"]} for p in tuner.probes] if tuner else None
         return history
 
     zoo.recipes.fit = timed_fit
@@ -186,7 +189,7 @@ def zoo_cell(spec):
     return {"val_auc": [float(v) for v in result["history"]["val_auc"]], "kept_epoch": result["kept_epoch"],
             "auc": result["metrics"]["test_auc"], "logloss": result["metrics"]["test_logloss"],
             "prep_cpu_s": prep_cpu, "prep_s": prep_wall, "parameters": int(result["model"].count_params()),
-            "backend": keras.backend.backend(), **phases.record(spec["train_rows"]),
+            "backend": keras.backend.backend(), **phases.record(spec["train_rows"]), "thread_probes": phases.threads,
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 

@@ -17,6 +17,7 @@ from zoo.recipes.raw_rows import (ScoredRows, calibrate_file, calibrate_preset, 
 from zoo.recipes.recipe import Recipe
 from zoo.recipes.scaling import fit_scaling_law
 from zoo.recipes.sparse_table_adam import SparseTableAdam
+from zoo.recipes.thread_tuner import ThreadTuner
 from zoo.recipes.train import train
 
 _TUNING = ("tune", "save_best", "ZooHyperModel")

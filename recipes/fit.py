@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from zoo import threads
 from zoo.datasets.pipeline import without_autotune_thread
 from zoo.errors import ZooError
 from zoo.recipes.data_check import check_dataset
@@ -10,6 +11,7 @@ from zoo.recipes import host_allocator
 from zoo.recipes.metrics import default_metrics
 from zoo.recipes.protocols import get_recipe
 from zoo.recipes.resume import RunLog, completed_epochs
+from zoo.recipes.thread_tuner import ThreadTuner
 
 
 def learning_rate_schedule(recipe, total_steps):
@@ -223,6 +225,8 @@ def fit(
     `jit_compile` goes to Keras' compile (False skips XLA: faster for a few steps on a CPU).
     Seeds with `recipe.seeds[0]` before building anything (the trainer's heads, the teacher); seed
     before building `model` too (`keras.utils.set_random_seed`) for runs that repeat exactly.
+    Under torch, picks its thread count from the measured steps (`ThreadTuner`, recipes/thread_tuner.py;
+    `history.thread_tuner` holds its probes; `ZOO_THREADS=fixed` or your own OMP_NUM_THREADS opts out).
     Sets the host allocator for training (`zoo.recipes.host_allocator`; `ZOO_HOST_ALLOCATOR=default` opts out).
     `distribution` ("data", "model", "multi-worker" or zoo.recipes.distributed.make_distribution(...)) trains
     on several devices or hosts: the model, its trainer, optimizer and metrics in the engine's scope.
@@ -283,6 +287,11 @@ def fit(
             )
         )
     extra = list(callbacks) + stateful
+    tuner = None
+    counts = threads.tuned_counts() if keras.backend.backend() == "torch" else None
+    if counts is not None:
+        tuner = ThreadTuner(counts)  # torch's thread count from the measured steps (see its docstring)
+        extra.append(tuner)
     run_log = None
     if backup_dir is not None:
         run_log = RunLog(backup_dir, stateful)
@@ -297,4 +306,5 @@ def fit(
         history.history = run_log.history()
         history.epoch = [record["epoch"] for record in run_log.records]
     history.trainer = trainer
+    history.thread_tuner = tuner
     return history

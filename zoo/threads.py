@@ -24,6 +24,11 @@ user has not set it already, so an explicit choice always wins):
 - when torch was imported before `zoo` (too late for the environment), `torch.set_num_threads` to the
   same number when torch holds more threads than that (its wait policy is then already fixed).
 
+That one fewer thread is where torch starts; `zoo.recipes.fit` then measures (`tuned_counts()`, and the
+`ThreadTuner` of recipes/thread_tuner.py): it times a few training steps at each of the counts and keeps
+the faster, again and again as the run goes on, so an idle machine gets every CPU and a busy one keeps
+the one fewer. `ZOO_THREADS=fixed` keeps the sizes above without that measuring.
+
 JAX's XLA:CPU pool keeps its own size (from the affinity): no documented setting sizes it, and it did not
 slow down beside busy processes in the issue's measurements. `ZOO_THREADS=default` leaves everything as
 the libraries set it. `benchmarks/busy_machine.py` measures each backend's step on the idle machine and
@@ -81,6 +86,18 @@ def configure():
     """Applies the settings above once (`ZOO_THREADS=default` opts out); returns what it set."""
     if applied or os.environ.get("ZOO_THREADS", "sized") == "default":
         return applied
+
+
+def tuned_counts():
+    """The torch thread counts `fit` chooses between ((one fewer than the usable CPUs, all of them)), or
+    None where the count is not the zoo's to choose: the user set OMP_NUM_THREADS, `ZOO_THREADS` is
+    "default" or "fixed", or one CPU leaves no choice."""
+    if os.environ.get("ZOO_THREADS", "sized") in ("default", "fixed"):
+        return None
+    if "OMP_NUM_THREADS" not in applied and "torch.set_num_threads" not in applied:
+        return None
+    cpus = usable_cpus()
+    return (cpus - 1, cpus) if cpus > 1 else None
     cpus = usable_cpus()
     openmp = max(cpus - 1, 1)
     wanted = {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": str(openmp), "TF_NUM_INTRAOP_THREADS": str(cpus),
