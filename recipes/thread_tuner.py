@@ -8,6 +8,7 @@ batch 1024 took 116 ms a step on one thread against 76-80 ms on two. No fixed nu
 load changes during a run, so `fit` measures instead.
 """
 
+import collections
 import statistics
 import time
 
@@ -19,7 +20,10 @@ class ThreadTuner(keras.callbacks.Callback):
     picks its parallelism: each probe runs `probe_steps` steps at every candidate count and keeps the
     fewest threads whose median step is within `margin` of the shortest (more threads must pay for the
     risk they carry when the load rises); the next probe comes `period` steps later, twice as late
-    (up to `max_period`) when the probe kept the count it found, `period` again when it changed it.
+    (up to `max_period`) when the probe kept the count it found, `period` again when it changed it, and
+    at once when the median of the last `probe_steps` steps grows past (1 + `drift`) times the kept
+    count's median in its probe (other processes took the CPUs: beside 3 busy processes on the 2-core
+    machine, a step on 2 threads took 8-11x its idle time).
 
     A step's time is the wall time between two consecutive `on_train_batch_end` calls of one epoch, so
     that waiting for the input pipeline (whose threads share the CPUs with torch's) counts; the first
@@ -32,6 +36,7 @@ class ThreadTuner(keras.callbacks.Callback):
         probe_steps: the steps timed per candidate and probe (their median decides).
         warmup_steps: the steps before the first probe (allocation and first-call costs).
         margin: a larger count is kept only when its median step is more than this fraction shorter.
+        drift: how much slower the recent steps may grow before a probe comes early.
         period: the steps between two probes, doubling while probes keep the count.
         max_period: the longest wait between probes.
         set_threads: sets the count (default `torch.set_num_threads`).
@@ -44,13 +49,13 @@ class ThreadTuner(keras.callbacks.Callback):
             step ms}, "threads": the count kept}.
     """
 
-    def __init__(self, candidates, probe_steps=8, warmup_steps=5, margin=0.05, period=200, max_period=3200, set_threads=None,
+    def __init__(self, candidates, probe_steps=8, warmup_steps=5, margin=0.05, drift=0.5, period=200, max_period=3200, set_threads=None,
                  get_threads=None, clock=time.perf_counter):
         super().__init__()
         self.candidates = tuple(sorted(set(int(c) for c in candidates)))
         if not self.candidates or self.candidates[0] < 1:
             raise ValueError(f"ThreadTuner: candidates must be thread counts >= 1, got {candidates!r}")
-        self.probe_steps, self.warmup_steps, self.margin = probe_steps, warmup_steps, margin
+        self.probe_steps, self.warmup_steps, self.margin, self.drift = probe_steps, warmup_steps, margin, drift
         self.base_period, self.max_period = period, max_period
         self._set, self._get, self._clock = set_threads, get_threads, clock
         self.threads = None
@@ -62,6 +67,8 @@ class ThreadTuner(keras.callbacks.Callback):
         self._next_probe = warmup_steps
         self._period = period
         self._skip = False
+        self._recent = collections.deque(maxlen=probe_steps)  # the last steps' seconds outside probes
+        self._reference = None  # the kept count's median step in the last probe
 
     def _apply(self, count):
         if count != self.threads:
@@ -93,7 +100,12 @@ class ThreadTuner(keras.callbacks.Callback):
                 self._finish_probe()
             else:
                 self._apply(self._plan[0])
-        elif self._step >= self._next_probe and len(self.candidates) > 1:
+            return
+        if measured:
+            self._recent.append(now - last)
+        drifted = (self._reference is not None and len(self._recent) == self._recent.maxlen
+                   and statistics.median(self._recent) > (1 + self.drift) * self._reference)
+        if (self._step >= self._next_probe or drifted) and len(self.candidates) > 1:
             self._plan = [c for c in self.candidates for _ in range(self.probe_steps)]
             self._timed = {}
             self._apply(self._plan[0])
@@ -107,4 +119,6 @@ class ThreadTuner(keras.callbacks.Callback):
         self._next_probe = self._step + self._period
         self.probes.append({"step": self._step, "ms": {c: round(1e3 * m, 3) for c, m in medians.items()},
                             "threads": best})
+        self._reference = medians[best]
+        self._recent.clear()
         self._apply(best)

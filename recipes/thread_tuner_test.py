@@ -62,17 +62,27 @@ class ThreadTunerTest(TestCase):
             return {1: 0.030, 2: 0.330 if busy else 0.020}[count]
 
         run = FakeRun(seconds, probe_steps=2, warmup_steps=2, period=10, max_period=40)
-        run.epoch(300)
+        run.epoch(290)
         ends = [probe["step"] for probe in run.tuner.probes]
         kept = [probe["threads"] for probe in run.tuner.probes]
         # A probe starts at one thread: from 1 thread in force it takes 5 steps (2 + 2 timed, the one after the
         # switch to 2 skipped), from 2 threads 6 (the switch back to 1 skipped too). The first starts at step 2
-        # and ends at 7; the wait before the next: 10, doubled to 20 and 40 (the longest) while kept; the busy
-        # probe (ending at 141) changes the count to 1 and the wait starts again at 10.
-        self.assertEqual(ends, [7, 23, 49, 95, 141, 156, 181, 226, 271])
+        # and ends at 7; the wait before the next: 10, doubled to 20 and 40 (the longest) while kept (95 + 40 =
+        # 135 would be next). At step 121 the last 2 steps' median (20 and 330 ms) passes 1.5 x 20 ms: a probe
+        # starts at once and ends at 126 + 1 with one thread; the wait starts again at 10 (137 -> 142), 20, 40.
+        self.assertEqual(ends, [7, 23, 49, 95, 127, 142, 167, 212, 257])
         self.assertEqual(kept, [2, 2, 2, 2, 1, 1, 1, 1, 1])
         self.assertEqual(run.tuner.probes[4]["ms"], {1: 30.0, 2: 330.0})
         self.assertEqual(run.count, 1)
+
+    def test_a_slower_machine_probes_early_and_keeps_a_count_still_best(self):
+        # Every count slows 3x after step 40 (a co-tenant on every core): the probe comes early, keeps 2 threads.
+        run = FakeRun(lambda count, step: {1: 0.030, 2: 0.020}[count] * (3 if step > 40 else 1), probe_steps=2,
+                      warmup_steps=2, period=100)
+        run.epoch(60)
+        self.assertEqual([p["step"] for p in run.tuner.probes], [7, 47])  # 41: drift; from 2 threads: 6 steps
+        self.assertEqual(run.tuner.probes[1]["ms"], {1: 90.0, 2: 60.0})
+        self.assertEqual(run.count, 2)
 
     def test_more_threads_must_be_faster_by_the_margin(self):
         for seconds, threads in ((0.0625, 1), (0.0625 * 0.97, 1), (0.0625 * 0.94, 2)):  # margin 5%

@@ -86,18 +86,6 @@ def configure():
     """Applies the settings above once (`ZOO_THREADS=default` opts out); returns what it set."""
     if applied or os.environ.get("ZOO_THREADS", "sized") == "default":
         return applied
-
-
-def tuned_counts():
-    """The torch thread counts `fit` chooses between ((one fewer than the usable CPUs, all of them)), or
-    None where the count is not the zoo's to choose: the user set OMP_NUM_THREADS, `ZOO_THREADS` is
-    "default" or "fixed", or one CPU leaves no choice."""
-    if os.environ.get("ZOO_THREADS", "sized") in ("default", "fixed"):
-        return None
-    if "OMP_NUM_THREADS" not in applied and "torch.set_num_threads" not in applied:
-        return None
-    cpus = usable_cpus()
-    return (cpus - 1, cpus) if cpus > 1 else None
     cpus = usable_cpus()
     openmp = max(cpus - 1, 1)
     wanted = {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": str(openmp), "TF_NUM_INTRAOP_THREADS": str(cpus),
@@ -110,3 +98,15 @@ def tuned_counts():
         torch.set_num_threads(openmp)
         applied["torch.set_num_threads"] = str(openmp)
     return applied
+
+
+def tuned_counts():
+    """The torch thread counts `fit` chooses between (one fewer than the usable CPUs, and all of them), or
+    None where the count is not the zoo's to choose: the user set OMP_NUM_THREADS, `ZOO_THREADS` is
+    "default" or "fixed", or one CPU leaves no choice."""
+    if os.environ.get("ZOO_THREADS", "sized") in ("default", "fixed"):
+        return None
+    if "OMP_NUM_THREADS" not in applied and "torch.set_num_threads" not in applied:
+        return None
+    cpus = usable_cpus()
+    return (cpus - 1, cpus) if cpus > 1 else None

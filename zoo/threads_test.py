@@ -19,7 +19,7 @@ import torch
 print(json.dumps({"env": {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS",
                   "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")},
                   "torch_threads": torch.get_num_threads(), "usable": zoo.threads.usable_cpus(),
-                  "applied": zoo.threads.applied}))
+                  "applied": zoo.threads.applied, "tuned": zoo.threads.tuned_counts()}))
 """
 
 
@@ -69,6 +69,14 @@ class ConfigureTest(TestCase):
         self.assertEqual(report["env"], {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": str(openmp),
                                          "TF_NUM_INTRAOP_THREADS": str(usable), "TF_NUM_INTEROP_THREADS": str(usable)})
         self.assertEqual(report["torch_threads"], openmp)
+        # fit's ThreadTuner then chooses between the one fewer and all of them (one CPU: no choice)
+        self.assertEqual(report["tuned"], [usable - 1, usable] if usable > 1 else None)
+
+    def test_fixed_sizes_the_pools_without_tuning(self):
+        report = _report(ZOO_THREADS="fixed")
+        self.assertEqual(report["env"]["OMP_WAIT_POLICY"], "PASSIVE")
+        self.assertEqual(report["torch_threads"], max(report["usable"] - 1, 1))
+        self.assertIsNone(report["tuned"])
 
     def test_the_users_own_settings_win(self):
         report = _report(OMP_NUM_THREADS="1", OMP_WAIT_POLICY="ACTIVE")
@@ -76,11 +84,13 @@ class ConfigureTest(TestCase):
         self.assertEqual(report["env"]["OMP_NUM_THREADS"], "1")
         self.assertEqual(report["torch_threads"], 1)
         self.assertNotIn("OMP_NUM_THREADS", report["applied"])
+        self.assertIsNone(report["tuned"])  # fit leaves the user's count alone
 
     def test_opt_out_leaves_everything_alone(self):
         report = _report(ZOO_THREADS="default")
         self.assertEqual(report["applied"], {})
         self.assertEqual(set(report["env"].values()), {None})
+        self.assertIsNone(report["tuned"])
 
     def test_torch_imported_first_gets_its_pool_resized(self):
         # torch sized its pool before zoo could set the environment: configure() resizes it to the quota.
