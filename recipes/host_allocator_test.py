@@ -33,6 +33,37 @@ for _ in range(20):
     np.ones((1024, 50, 64), np.float32)
 print(json.dumps({"tuned": tuned, "faults_per_buffer": (faults() - before) / 20}))
 """
+# How many of 200 live 1 MiB requests glibc serves from fresh mappings (mallinfo2's count of mmapped
+# chunks) after tune() and then TensorFlow's first generator dataset: the heap's free top serves the first
+# ones either way, the rest come from fresh mappings under a 128 KiB threshold and from the grown heap
+# under 32 MiB. SKIP_PATCH=1 keeps tune() from running that dataset first.
+MAPPED = """
+import ctypes, importlib.util, json, os
+import tensorflow as tf
+
+spec = importlib.util.spec_from_file_location("host_allocator", os.environ["MODULE"])
+host_allocator = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(host_allocator)
+if os.environ.get("SKIP_PATCH") == "1":
+    host_allocator._run_tensorflows_patch = lambda: None
+tuned = host_allocator.tune()
+for _ in tf.data.Dataset.from_generator(lambda: iter(range(3)), output_signature=tf.TensorSpec((), tf.int64)):
+    pass
+
+class Mallinfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                      "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype = Mallinfo2
+libc.malloc.restype = ctypes.c_void_p
+before = libc.mallinfo2().hblks
+buffers = [libc.malloc(1 << 20) for _ in range(200)]
+mapped = libc.mallinfo2().hblks - before
+for buffer in buffers:
+    libc.free(ctypes.c_void_p(buffer))
+print(json.dumps({"tuned": tuned, "mapped": mapped}))
+"""
 PAGES = 1024 * 50 * 64 * 4 // 4096  # 3,200 pages of 4 KiB in one buffer
 
 
@@ -52,6 +83,21 @@ class HostAllocatorTest(TestCase):
         opted_out = self.faults("1", "1", ZOO_HOST_ALLOCATOR="default")
         self.assertFalse(opted_out["tuned"])
         self.assertGreaterEqual(opted_out["faults_per_buffer"], 0.9 * PAGES)
+
+    def test_the_settings_outlast_tensorflows_generator_dataset(self):
+        # TensorFlow 2.21 sets M_MMAP_THRESHOLD to 128 KiB when a process builds its first generator dataset
+        # (once): built after tune(), it undid the settings; tune() now runs it first.
+        if host_allocator._glibc() is None:
+            self.skipTest("the C library is not glibc")
+        def mapped(**env):
+            with mock.patch.dict(os.environ, dict(MODULE=host_allocator.__file__, **env)):
+                return json.loads(run_python(MAPPED, "tensorflow", timeout=120).splitlines()[-1])
+
+        undone = mapped(SKIP_PATCH="1")
+        self.assertGreater(undone["mapped"], 100)  # fresh mappings once the top is used: the 128 KiB threshold
+        kept = mapped()
+        self.assertTrue(kept["tuned"])
+        self.assertEqual(kept["mapped"], 0)  # from the heap: the 32 MiB threshold stands
 
     def test_fit_tunes_the_host_allocator(self):
         simulator = small_simulator()
