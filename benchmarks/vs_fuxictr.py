@@ -238,12 +238,18 @@ def fuxictr_worker(spec):
     }
     (Path(params["model_root"]) / dataset_id).mkdir(parents=True, exist_ok=True)  # where fit saves its checkpoint
     seed_everything(seed=params["seed"])
+    def cpu():  # this process' CPU time and its finished children's (Ray's workers)
+        t = os.times()
+        return t.user + t.system + t.children_user + t.children_system
+
+    prep_started, prep_cpu = time.perf_counter(), cpu()
     processor = FeatureProcessor(feature_cols=feature_cols, label_col=label_col, dataset_id=dataset_id,
                                  data_root=data_root)
     params["train_data"], params["valid_data"], params["test_data"] = build_dataset(
         processor, train_data=params["train_data"], valid_data=params["valid_data"], test_data=params["test_data"])
     feature_map = FeatureMap(dataset_id, str(Path(data_root) / dataset_id))
     feature_map.load(str(Path(data_root) / dataset_id / "feature_map.json"), params)
+    prep_s, prep_cpu_s = time.perf_counter() - prep_started, cpu() - prep_cpu  # FuxiCTR's preprocessing
     model = getattr(src, MODELS[model_name])(feature_map, **params)
     initialise_skipped_tables(model)
 
@@ -274,7 +280,7 @@ def fuxictr_worker(spec):
             "start_s": max(clock.step_end[0][0] - clock.epoch_begin[0] - clock.median_step_seconds(), 0.0),
             "parameters": sum(p.numel() for p in model.parameters() if p.requires_grad),
             "auc": float(metrics["AUC"]), "logloss": float(metrics["logloss"]), "version": fuxictr.__version__,
-            "val_auc": validation}
+            "val_auc": validation, "prep_s": prep_s, "prep_cpu_s": prep_cpu_s}
 
 
 # ----------------------------------------------------------------------------------------------- parent
