@@ -2,6 +2,7 @@
 result as one line `RESULT {json}`; each result is a line of OUT/cells.jsonl, and a rerun skips the cells
 already there."""
 
+import argparse
 import json
 import subprocess
 import time
@@ -41,3 +42,21 @@ def run_cell(command, env):
 def answer(cell, spec_text):
     """In a cell's process: runs `cell` on the JSON `spec_text` and prints its result as the `RESULT` line."""
     print("RESULT " + json.dumps(cell(json.loads(spec_text))), flush=True)
+
+
+def fuxictr_arguments(parser, out, written):
+    """The arguments of a script that runs cells against FuxiCTR: its interpreter and model_zoo folder, the
+    folder OUT (`written`: what goes there) and the hidden entries a cell's process is started with."""
+    parser.add_argument("--fuxictr-python", help="an interpreter where `import fuxictr` works")
+    parser.add_argument("--fuxictr-zoo", help="FuxiCTR's model_zoo folder")
+    parser.add_argument("--out", default=out, help=f"{written} (resumable)")
+    parser.add_argument("--zoo-cell", help=argparse.SUPPRESS)
+    parser.add_argument("--fuxictr-cell", help=argparse.SUPPRESS)
+
+
+def answered(args, zoo_cell, fuxictr_cell):
+    """In a cell's process (started with --zoo-cell or --fuxictr-cell): runs that cell and returns True."""
+    if not (args.zoo_cell or args.fuxictr_cell):
+        return False
+    answer(zoo_cell, args.zoo_cell) if args.zoo_cell else answer(fuxictr_cell, args.fuxictr_cell)
+    return True

@@ -46,7 +46,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from cell_log import CellLog, answer, run_cell  # noqa: E402  (benchmarks/; standard library only, as FuxiCTR's side needs)
+from cell_log import CellLog, answered, fuxictr_arguments, run_cell  # noqa: E402  (benchmarks/; standard library only, as FuxiCTR's side needs)
 NUMERIC = [f"I{i}" for i in range(1, 14)]
 CATEGORICAL = [f"C{i}" for i in range(1, 27)]
 CARDINALITY = [1_000, 500, 200_000, 100_000, 300, 24, 12_000, 600, 3, 50_000, 5_000, 150_000, 3_000, 27, 10_000,
@@ -342,14 +342,10 @@ def main():
     parser.add_argument("--clip-backends", nargs="*", default=[], metavar="BACKEND",
                         help="also run the zoo on these backends with the gradients' global norm clipped at 10 "
                         "(FuxiCTR's max_gradient_norm), as sides 'zoo BACKEND, clip 10'")
-    parser.add_argument("--fuxictr-python", help="an interpreter where `import fuxictr` works")
-    parser.add_argument("--fuxictr-zoo", help="FuxiCTR's model_zoo folder")
-    parser.add_argument("--out", default="runs/vs_fuxictr_criteo", help="cells.jsonl and table_ROWS.md (resumable)")
-    parser.add_argument("--zoo-cell", help=argparse.SUPPRESS)
-    parser.add_argument("--fuxictr-cell", help=argparse.SUPPRESS)
+    fuxictr_arguments(parser, "runs/vs_fuxictr_criteo", "cells.jsonl and table_ROWS.md")
     args = parser.parse_args()
-    if args.zoo_cell or args.fuxictr_cell:
-        return answer(zoo_cell, args.zoo_cell) if args.zoo_cell else answer(fuxictr_cell, args.fuxictr_cell)
+    if answered(args, zoo_cell, fuxictr_cell):
+        return
     log = CellLog(args.out)
     for cell in log.cells:  # (cells from before --model were DeepFM's)
         cell.setdefault("model", "deepfm")

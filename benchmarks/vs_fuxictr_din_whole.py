@@ -40,7 +40,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from cell_log import CellLog, answer, run_cell  # noqa: E402  (benchmarks/; standard library only)
+from cell_log import CellLog, answered, fuxictr_arguments, run_cell  # noqa: E402  (benchmarks/; standard library only)
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "movielens-100k"
 
@@ -132,14 +132,10 @@ def main():
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--backends", nargs="*", default=["tensorflow", "jax", "torch"])
-    parser.add_argument("--fuxictr-python", help="an interpreter where `import fuxictr` works")
-    parser.add_argument("--fuxictr-zoo", help="FuxiCTR's model_zoo folder")
-    parser.add_argument("--out", default="runs/vs_fuxictr_din_whole", help="cells.jsonl and table.md (resumable)")
-    parser.add_argument("--zoo-cell", help=argparse.SUPPRESS)
-    parser.add_argument("--fuxictr-cell", help=argparse.SUPPRESS)
+    fuxictr_arguments(parser, "runs/vs_fuxictr_din_whole", "cells.jsonl and table.md")
     args = parser.parse_args()
-    if args.zoo_cell or args.fuxictr_cell:
-        return answer(zoo_cell, args.zoo_cell) if args.zoo_cell else answer(fuxictr_cell, args.fuxictr_cell)
+    if answered(args, zoo_cell, fuxictr_cell):
+        return
     if args.epochs < 2:
         parser.error("--epochs must be at least 2 (the steady rate is that of epochs 2..)")
     if not (Path(args.data) / "u.data").is_file():
