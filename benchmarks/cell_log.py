@@ -4,6 +4,7 @@ already there."""
 
 import argparse
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -60,3 +61,10 @@ def answered(args, zoo_cell, fuxictr_cell):
         return False
     answer(zoo_cell, args.zoo_cell) if args.zoo_cell else answer(fuxictr_cell, args.fuxictr_cell)
     return True
+
+
+def cpu_seconds():
+    """This process' CPU time and its finished children's (FuxiCTR's Ray workers; a child still running is
+    not counted, so FuxiCTR's figure is a lower bound)."""
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system

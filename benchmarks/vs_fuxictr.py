@@ -62,6 +62,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
+from cell_log import cpu_seconds  # noqa: E402  (benchmarks/, standard library only)
 from backend_parity import Timeline  # noqa: E402  (benchmarks/; it imports no zoo code, so FuxiCTR's venv can too)
 MODELS = {"din": "DIN", "deepfm": "DeepFM", "dcnv2": "DCNv2"}  # zoo name -> FuxiCTR class
 FUXICTR_FOLDERS = {"din": "DIN", "deepfm": "DeepFM/DeepFM_torch", "dcnv2": "DCNv2"}  # in model_zoo, each with src/
@@ -238,18 +239,14 @@ def fuxictr_worker(spec):
     }
     (Path(params["model_root"]) / dataset_id).mkdir(parents=True, exist_ok=True)  # where fit saves its checkpoint
     seed_everything(seed=params["seed"])
-    def cpu():  # this process' CPU time and its finished children's (Ray's workers)
-        t = os.times()
-        return t.user + t.system + t.children_user + t.children_system
-
-    prep_started, prep_cpu = time.perf_counter(), cpu()
+    prep_started, prep_cpu = time.perf_counter(), cpu_seconds()
     processor = FeatureProcessor(feature_cols=feature_cols, label_col=label_col, dataset_id=dataset_id,
                                  data_root=data_root)
     params["train_data"], params["valid_data"], params["test_data"] = build_dataset(
         processor, train_data=params["train_data"], valid_data=params["valid_data"], test_data=params["test_data"])
     feature_map = FeatureMap(dataset_id, str(Path(data_root) / dataset_id))
     feature_map.load(str(Path(data_root) / dataset_id / "feature_map.json"), params)
-    prep_s, prep_cpu_s = time.perf_counter() - prep_started, cpu() - prep_cpu  # FuxiCTR's preprocessing
+    prep_s, prep_cpu_s = time.perf_counter() - prep_started, cpu_seconds() - prep_cpu  # FuxiCTR's preprocessing
     model = getattr(src, MODELS[model_name])(feature_map, **params)
     initialise_skipped_tables(model)
 

@@ -46,7 +46,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from cell_log import CellLog, answered, fuxictr_arguments, run_cell  # noqa: E402  (benchmarks/; standard library only, as FuxiCTR's side needs)
+from cell_log import CellLog, answered, cpu_seconds, fuxictr_arguments, run_cell  # noqa: E402  (benchmarks/; standard library only, as FuxiCTR's side needs)
 NUMERIC = [f"I{i}" for i in range(1, 14)]
 CATEGORICAL = [f"C{i}" for i in range(1, 27)]
 CARDINALITY = [1_000, 500, 200_000, 100_000, 300, 24, 12_000, 600, 3, 50_000, 5_000, 150_000, 3_000, 27, 10_000,
@@ -159,14 +159,10 @@ def zoo_cell(spec):
     import zoo
     from zoo.recipes.protocols import get_recipe
 
-    def cpu():  # this process' threads and its finished children (FuxiCTR's Ray workers)
-        return sum(u.ru_utime + u.ru_stime for u in map(resource.getrusage, (resource.RUSAGE_SELF,
-                                                                             resource.RUSAGE_CHILDREN)))
-
     source = zoo.recipes.DataSource(spec["csv"], spec=spec["spec"], seed=spec["seed"])
-    started, cpu_started = time.perf_counter(), cpu()
+    started, cpu_started = time.perf_counter(), cpu_seconds()
     source.load("train")  # the engine's build of the fresh cache (train() then reads it)
-    prep_cpu, prep_wall = cpu() - cpu_started, time.perf_counter() - started
+    prep_cpu, prep_wall = cpu_seconds() - cpu_started, time.perf_counter() - started
     recipe = get_recipe("suan", early_stopping_patience=spec["epochs"],  # the best of all epochs, none cut short
                         clipnorm=spec.get("clipnorm"),  # (a side's variant: the global norm clipped as FuxiCTR's,
                         table_update=spec.get("table_update"))  # or the tables updated by rows)
@@ -217,10 +213,6 @@ def fuxictr_cell(spec):
     Processor.__qualname__ = "Processor"  # FuxiCTR pickles its processor: a module-level name
     globals()["Processor"] = Processor
 
-    def cpu():  # this process' threads and its finished children (FuxiCTR's Ray workers)
-        return sum(u.ru_utime + u.ru_stime for u in map(resource.getrusage, (resource.RUSAGE_SELF,
-                                                                             resource.RUSAGE_CHILDREN)))
-
     data_root, dataset_id = spec["dir"], "zoo_criteo"
     feature_cols = [{"name": NUMERIC, "active": True, "dtype": "float", "type": "categorical",
                      "preprocess": "convert_to_bucket", "fill_na": 0.0},
@@ -243,12 +235,12 @@ def fuxictr_cell(spec):
                       dnn_activations="Dice")
     (Path(params["model_root"]) / dataset_id).mkdir(parents=True, exist_ok=True)
     seed_everything(seed=params["seed"])
-    started, cpu_started = time.perf_counter(), cpu()
+    started, cpu_started = time.perf_counter(), cpu_seconds()
     processor = Processor(feature_cols=feature_cols, label_col=label_col, dataset_id=dataset_id, data_root=data_root)
     params["train_data"], params["valid_data"], params["test_data"] = build_dataset(
         processor, train_data=params["train_data"], valid_data=params["valid_data"], test_data=params["test_data"],
         min_categr_count=10)
-    prep_cpu, prep_wall = cpu() - cpu_started, time.perf_counter() - started
+    prep_cpu, prep_wall = cpu_seconds() - cpu_started, time.perf_counter() - started
     feature_map = FeatureMap(dataset_id, str(Path(data_root) / dataset_id))
     feature_map.load(str(Path(data_root) / dataset_id / "feature_map.json"), params)
     model = (src.DCNv2 if spec.get("model") == "dcnv2" else src.DeepFM)(feature_map, **params)

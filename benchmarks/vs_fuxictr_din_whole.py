@@ -40,7 +40,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
-from cell_log import CellLog, answered, fuxictr_arguments, run_cell  # noqa: E402  (benchmarks/; standard library only)
+from cell_log import CellLog, answered, cpu_seconds, fuxictr_arguments, run_cell  # noqa: E402  (benchmarks/; standard library only)
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "movielens-100k"
 
@@ -57,14 +57,10 @@ def zoo_cell(spec):
     from vs_fuxictr_criteo import Phases
     from zoo.recipes.protocols import get_recipe
 
-    def cpu():
-        return sum(u.ru_utime + u.ru_stime for u in map(resource.getrusage, (resource.RUSAGE_SELF,
-                                                                             resource.RUSAGE_CHILDREN)))
-
     source = zoo.recipes.DataSource("movielens", spec["data"], options={"sequence_length": 50}, seed=spec["seed"])
-    started, cpu_started = time.perf_counter(), cpu()
+    started, cpu_started = time.perf_counter(), cpu_seconds()
     source.load("train")  # the build of a fresh cache (train() then reads it)
-    prep_cpu, prep_wall = cpu() - cpu_started, time.perf_counter() - started
+    prep_cpu, prep_wall = cpu_seconds() - cpu_started, time.perf_counter() - started
     recipe = get_recipe("suan", early_stopping_patience=spec["epochs"])  # the best of all epochs, none cut short
     phases, fit = Phases(), zoo.recipes.fit
 
@@ -138,6 +134,8 @@ def main():
         return
     if args.epochs < 2:
         parser.error("--epochs must be at least 2 (the steady rate is that of epochs 2..)")
+    if args.fuxictr_python and not args.fuxictr_zoo:
+        parser.error("--fuxictr-python needs --fuxictr-zoo (FuxiCTR's model_zoo folder: its DIN is not in the pip package)")
     if not (Path(args.data) / "u.data").is_file():
         raise SystemExit(f"no ML-100K at {args.data} (u.data): pass --data")
     log = CellLog(args.out)

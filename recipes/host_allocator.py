@@ -68,7 +68,10 @@ def _run_tensorflows_patch():
     """Builds and runs an empty `from_generator` dataset when TensorFlow is loaded, so that its one-time
     M_MMAP_THRESHOLD of 128 KiB (see the module docstring) comes before the settings, not after them."""
     tf = sys.modules.get("tensorflow")
-    if tf is None or not hasattr(tf, "data"):
+    if tf is None or not hasattr(tf, "data") or not tf.executing_eagerly():
+        return  # (graph mode, e.g. after disable_eager_execution: no dataset runs here; the settings may not last)
+    try:
+        for _ in tf.data.Dataset.from_generator(lambda: iter(()), output_signature=tf.TensorSpec((), tf.int64)):
+            pass
+    except Exception:  # a speed-up only: never a reason for fit to fail
         return
-    for _ in tf.data.Dataset.from_generator(lambda: iter(()), output_signature=tf.TensorSpec((), tf.int64)):
-        pass

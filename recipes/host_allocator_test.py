@@ -93,8 +93,11 @@ class HostAllocatorTest(TestCase):
             with mock.patch.dict(os.environ, dict(MODULE=host_allocator.__file__, **env)):
                 return json.loads(run_python(MAPPED, "tensorflow", timeout=120).splitlines()[-1])
 
-        undone = mapped(SKIP_PATCH="1")
-        self.assertGreater(undone["mapped"], 100)  # fresh mappings once the top is used: the 128 KiB threshold
+        import tensorflow as tf
+
+        if tf.__version__.startswith("2.21."):  # the version pinned, whose generator dataset resets the threshold
+            undone = mapped(SKIP_PATCH="1")
+            self.assertGreater(undone["mapped"], 100)  # fresh mappings once the top is used: 128 KiB
         kept = mapped()
         self.assertTrue(kept["tuned"])
         self.assertEqual(kept["mapped"], 0)  # from the heap: the 32 MiB threshold stands

@@ -20,16 +20,21 @@ class ThreadTuner(keras.callbacks.Callback):
     picks its parallelism: each probe runs `probe_steps` steps at every candidate count and keeps the
     fewest threads whose median step is within `margin` of the shortest (more threads must pay for the
     risk they carry when the load rises); the next probe comes `period` steps later, twice as late
-    (up to `max_period`) when the probe kept the count it found, `period` again when it changed it, and
-    at once when the median of the last `probe_steps` steps grows past (1 + `drift`) times the kept
-    count's median in its probe (other processes took the CPUs: beside 3 busy processes on the 2-core
-    machine, a step on 2 threads took 8-11x its idle time).
+    (up to `max_period`) when the probe kept the count the probe before it kept, `period` again when it
+    changed it, and sooner (at least `period` / 4 steps after the last probe) when the median of the last
+    `probe_steps` steps grows past (1 + `drift`) times the kept count's median in its probe (other
+    processes took the CPUs: beside 3 busy processes on the 2-core machine, a step on 2 threads took
+    8-11x its idle time).
 
     A step's time is the wall time between two consecutive `on_train_batch_end` calls of one epoch, so
     that waiting for the input pipeline (whose threads share the CPUs with torch's) counts; the first
     step of each epoch (after a validation pass) and the first step after each change of the count (the
     pool starts its threads) are not used. The count chosen last stays set after `fit` (the scoring
-    that follows uses it).
+    that follows uses it); a fit that ends inside a probe gets the count the probe before kept, or the
+    count it started with.
+
+    torch's `set_num_threads` sizes the OpenMP pool of the thread that calls it, so this callback must
+    run on fit's own thread: it is not `async_safe`, and Keras then calls the batch callbacks in step.
 
     Args:
         candidates: the thread counts to try, e.g. (1, 2).
@@ -69,6 +74,8 @@ class ThreadTuner(keras.callbacks.Callback):
         self._skip = False
         self._recent = collections.deque(maxlen=probe_steps)  # the last steps' seconds outside probes
         self._reference = None  # the kept count's median step in the last probe
+        self._started_with = None
+        self._last_probe_end = 0
 
     def _apply(self, count):
         if count != self.threads:
@@ -81,7 +88,12 @@ class ThreadTuner(keras.callbacks.Callback):
             import torch
 
             self._set, self._get = self._set or torch.set_num_threads, self._get or torch.get_num_threads
-        self.threads = self._get()
+        self.threads = self._started_with = self._get()
+
+    def on_train_end(self, logs=None):
+        if self._plan:  # ended inside a probe: not a count measured as the better one
+            self._plan, self._timed = [], {}
+            self._apply(self.probes[-1]["threads"] if self.probes else self._started_with)
 
     def on_epoch_begin(self, epoch, logs=None):
         self._last_end = None
@@ -104,6 +116,7 @@ class ThreadTuner(keras.callbacks.Callback):
         if measured:
             self._recent.append(now - last)
         drifted = (self._reference is not None and len(self._recent) == self._recent.maxlen
+                   and self._step - self._last_probe_end >= self.base_period // 4
                    and statistics.median(self._recent) > (1 + self.drift) * self._reference)
         if (self._step >= self._next_probe or drifted) and len(self.candidates) > 1:
             self._plan = [c for c in self.candidates for _ in range(self.probe_steps)]
@@ -117,6 +130,7 @@ class ThreadTuner(keras.callbacks.Callback):
         kept = best == (self.probes[-1]["threads"] if self.probes else None)
         self._period = min(2 * self._period, self.max_period) if kept else self.base_period
         self._next_probe = self._step + self._period
+        self._last_probe_end = self._step
         self.probes.append({"step": self._step, "ms": {c: round(1e3 * m, 3) for c, m in medians.items()},
                             "threads": best})
         self._reference = medians[best]

@@ -84,6 +84,26 @@ class ThreadTunerTest(TestCase):
         self.assertEqual(run.tuner.probes[1]["ms"], {1: 90.0, 2: 60.0})
         self.assertEqual(run.count, 2)
 
+    def test_a_drift_right_after_a_probe_waits_a_quarter_period(self):
+        # Busy from step 8, just after the first probe (ended at 7, kept 2 threads): the recent steps pass the
+        # drift at step 9, but the next probe starts only at 7 + 40 / 4 = 17 (ends at 23, from 2 threads).
+        run = FakeRun(lambda count, step: {1: 0.030, 2: 0.330 if step >= 8 else 0.020}[count], probe_steps=2,
+                      warmup_steps=2, period=40)
+        run.epoch(30)
+        self.assertEqual([(p["step"], p["threads"]) for p in run.tuner.probes], [(7, 2), (23, 1)])
+
+    def test_a_fit_ending_inside_a_probe_keeps_a_measured_count(self):
+        run = FakeRun(lambda count, step: {1: 0.030, 2: 0.020}[count], probe_steps=4, warmup_steps=2, period=10)
+        run.epoch(6)  # the first probe is at 2 threads now: nothing measured yet says 2 is better
+        self.assertEqual(run.count, 2)
+        run.tuner.on_train_end()
+        self.assertEqual((run.count, run.tuner.probes), (1, []))  # the count fit started with
+        run = FakeRun(lambda count, step: {1: 0.030, 2: 0.020}[count], probe_steps=2, warmup_steps=2, period=10)
+        run.epoch(19)  # the first probe kept 2 (step 7); the second (from 17) is at 1 thread
+        self.assertEqual(run.count, 1)
+        run.tuner.on_train_end()
+        self.assertEqual(run.count, 2)
+
     def test_more_threads_must_be_faster_by_the_margin(self):
         for seconds, threads in ((0.0625, 1), (0.0625 * 0.97, 1), (0.0625 * 0.94, 2)):  # margin 5%
             run = FakeRun(lambda count, step: {1: 0.0625, 2: seconds}[count], probe_steps=2, warmup_steps=1, period=10)

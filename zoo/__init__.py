@@ -10,12 +10,14 @@
 
 import sys
 
+from zoo import compile_cache as _compile_cache
 from zoo import native_logs as _native_logs
 from zoo import threads as _threads
 
 __version__ = "0.1.0"
 
 _threads.configure()  # before Keras imports a backend: thread pools sized to this process's CPUs (zoo/threads.py)
+_compile_cache.configure()  # JAX keeps its compiled programs for the next run (zoo/compile_cache.py)
 _native_logs.install()  # TensorFlow's start-up lines kept off the terminal (zoo/native_logs.py)
 
 

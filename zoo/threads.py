@@ -22,7 +22,8 @@ user has not set it already, so an explicit choice always wins):
   pools hand out tasks to whichever thread is free, and kept 2.2-2.5x there at their default size. The
   CPU left over also runs the tf.data pipeline that feeds torch;
 - when torch was imported before `zoo` (too late for the environment), `torch.set_num_threads` to the
-  same number when torch holds more threads than that (its wait policy is then already fixed).
+  same number when torch holds more threads than that (its wait policy is then already fixed); a count
+  at or below it is taken for the user's own and kept, and `fit` does not tune it.
 
 That one fewer thread is where torch starts; `zoo.recipes.fit` then measures (`tuned_counts()`, and the
 `ThreadTuner` of recipes/thread_tuner.py): it times a few training steps at each of the counts and keeps
@@ -94,19 +95,23 @@ def configure():
         if name not in os.environ:
             os.environ[name] = applied[name] = value
     torch = sys.modules.get("torch")
-    if torch is not None and "OMP_NUM_THREADS" in applied and torch.get_num_threads() > openmp:
-        torch.set_num_threads(openmp)
-        applied["torch.set_num_threads"] = str(openmp)
+    if torch is not None and "OMP_NUM_THREADS" in applied:
+        if torch.get_num_threads() > openmp:
+            torch.set_num_threads(openmp)
+            applied["torch.set_num_threads"] = str(openmp)
+        else:  # torch holds a count already (the user's own set_num_threads, or one CPU): left as it is
+            applied["torch.kept"] = str(torch.get_num_threads())
     return applied
 
 
 def tuned_counts():
     """The torch thread counts `fit` chooses between (one fewer than the usable CPUs, and all of them), or
-    None where the count is not the zoo's to choose: the user set OMP_NUM_THREADS, `ZOO_THREADS` is
-    "default" or "fixed", or one CPU leaves no choice."""
+    None where the count is not the zoo's to choose: the user set OMP_NUM_THREADS, torch was imported
+    before `zoo` with no more threads than the one fewer (the user's own `torch.set_num_threads`),
+    `ZOO_THREADS` is "default" or "fixed", or one CPU leaves no choice."""
     if os.environ.get("ZOO_THREADS", "sized") in ("default", "fixed"):
         return None
-    if "OMP_NUM_THREADS" not in applied and "torch.set_num_threads" not in applied:
+    if "OMP_NUM_THREADS" not in applied or "torch.kept" in applied:
         return None
     cpus = usable_cpus()
     return (cpus - 1, cpus) if cpus > 1 else None

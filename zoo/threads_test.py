@@ -101,5 +101,17 @@ class ConfigureTest(TestCase):
                 mock.patch.object(threads, "applied", {}), mock.patch.object(threads, "usable_cpus", lambda: 3):
             applied = threads.configure()
             self.assertEqual((os.environ["OMP_NUM_THREADS"], os.environ["TF_NUM_INTRAOP_THREADS"]), ("2", "3"))
+            self.assertEqual(threads.tuned_counts(), (2, 3))  # the zoo's count: fit tunes it
         self.assertEqual(calls, [2])
         self.assertEqual(applied["torch.set_num_threads"], "2")
+
+    def test_a_count_set_in_torch_before_zoo_is_kept_and_not_tuned(self):
+        calls = []
+        torch = types.SimpleNamespace(get_num_threads=lambda: 1, set_num_threads=calls.append)  # the user's 1
+        environment = {k: v for k, v in os.environ.items() if k not in threads.SIZED + ("OMP_WAIT_POLICY", "ZOO_THREADS")}
+        with mock.patch.dict(os.environ, environment, clear=True), mock.patch.dict(sys.modules, torch=torch), \
+                mock.patch.object(threads, "applied", {}), mock.patch.object(threads, "usable_cpus", lambda: 3):
+            applied = threads.configure()
+            self.assertIsNone(threads.tuned_counts())
+        self.assertEqual(calls, [])
+        self.assertEqual(applied["torch.kept"], "1")
