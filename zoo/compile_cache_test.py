@@ -18,6 +18,7 @@ jax.monitoring.register_event_listener(lambda name, **kwargs: events.append(name
 jax.jit(lambda x: (x @ x.T + 1.0).sum())(np.ones((64, 64), np.float32)).block_until_ready()
 print(json.dumps({"folder": os.environ.get("JAX_COMPILATION_CACHE_DIR"), "applied": zoo.compile_cache.applied,
                   "config": jax.config.jax_compilation_cache_dir,
+                  "minimum": jax.config.jax_persistent_cache_min_compile_time_secs,
                   "hit": any(name.endswith("/compilation_cache/cache_hits") for name in events)}))
 """
 
@@ -25,8 +26,8 @@ print(json.dumps({"folder": os.environ.get("JAX_COMPILATION_CACHE_DIR"), "applie
 def _report(**env):
     environment = {k: v for k, v in os.environ.items()
                    if k not in ("JAX_COMPILATION_CACHE_DIR", "ZOO_JAX_CACHE", "XDG_CACHE_HOME")}
-    environment.update(KERAS_BACKEND="jax", PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3",
-                       JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0", **env)
+    environment.pop("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", None)
+    environment.update(KERAS_BACKEND="jax", PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3", **env)
     done = subprocess.run([sys.executable, "-c", REPORT], env=environment, capture_output=True, text=True,
                           timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -37,12 +38,16 @@ class CompileCacheTest(TestCase):
     def test_a_second_process_loads_what_the_first_compiled(self):
         home = self.get_temp_dir()
         folder = os.path.join(home, "zoo", "jax")
-        first = _report(XDG_CACHE_HOME=home)
-        self.assertEqual((first["folder"], first["config"]), (folder, folder))
-        self.assertEqual(first["applied"], {"JAX_COMPILATION_CACHE_DIR": folder})
-        self.assertFalse(first["hit"])
+        default = _report(XDG_CACHE_HOME=home)
+        self.assertEqual((default["folder"], default["config"], default["minimum"]), (folder, folder, 0.2))
+        self.assertEqual(default["applied"], {"JAX_COMPILATION_CACHE_DIR": folder,
+                                              "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0.2"})
+        # this small program compiles in under 0.2 s: with no minimum it is kept, and a second process loads it
+        first = _report(XDG_CACHE_HOME=home, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
+        self.assertEqual((first["minimum"], first["hit"]), (0.0, False))
+        self.assertNotIn("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", first["applied"])  # the user's own
         self.assertTrue(os.listdir(folder))  # the compiled program is on disk
-        second = _report(XDG_CACHE_HOME=home)
+        second = _report(XDG_CACHE_HOME=home, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
         self.assertTrue(second["hit"])
 
     def test_the_users_folder_wins_and_off_leaves_jaxs_default(self):
