@@ -286,7 +286,16 @@ class JaxDistributionTest(TestCase):
         flags = f"--xla_force_host_platform_device_count=4 {_PATIENT_COLLECTIVES}"
         code = f"import os\nos.environ['XLA_FLAGS'] = {flags!r}\n" \
                f"os.environ['ZOO_TEST_PRESET'] = {cls.preset!r}\n" + _JAX
-        cls.result = json.loads(run_python(code, "jax", timeout=600).strip().splitlines()[-1])
+        # Now and then the 4 device threads never all reach a collective on 2 busy cores (a 32 s run hung past
+        # 600 s in CI, session 19): a run that has not ended in 240 s is killed and run once more.
+        for attempt in range(2):
+            try:
+                output = run_python(code, "jax", timeout=240)
+                break
+            except subprocess.TimeoutExpired:
+                if attempt:
+                    raise
+        cls.result = json.loads(output.strip().splitlines()[-1])
 
     @classmethod
     def tearDownClass(cls):
