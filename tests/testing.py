@@ -53,6 +53,17 @@ def jax_compile_messages(function):
     return result, messages
 
 
+def fresh_report(code, backend, cleared=(), **env):
+    """The JSON last line `code` prints in a fresh interpreter under `backend`, the variables in `cleared`
+    taken out of this process's environment and `env` added (what `import zoo` sets is then its own)."""
+    environment = {k: v for k, v in os.environ.items() if k not in cleared}
+    environment.update(KERAS_BACKEND=backend, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3", **env)
+    done = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def run_python(code, backend, timeout=600):
     """Runs `code` in a fresh interpreter under `backend`; returns stdout, raises on failure."""
     env = dict(os.environ, KERAS_BACKEND=backend, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3")

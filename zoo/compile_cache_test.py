@@ -1,9 +1,6 @@
-import json
 import os
-import subprocess
-import sys
 
-from tests.testing import ROOT, TestCase
+from tests.testing import TestCase, fresh_report
 
 # A fresh interpreter (JAX): what `import zoo` sets, then a jitted function, and whether JAX reported a hit
 # of its persistent compilation cache (jax.monitoring's event) while compiling it.
@@ -24,14 +21,8 @@ print(json.dumps({"folder": os.environ.get("JAX_COMPILATION_CACHE_DIR"), "applie
 
 
 def _report(**env):
-    environment = {k: v for k, v in os.environ.items()
-                   if k not in ("JAX_COMPILATION_CACHE_DIR", "ZOO_JAX_CACHE", "XDG_CACHE_HOME")}
-    environment.pop("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", None)
-    environment.update(KERAS_BACKEND="jax", PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3", **env)
-    done = subprocess.run([sys.executable, "-c", REPORT], env=environment, capture_output=True, text=True,
-                          timeout=300, cwd=ROOT)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    cleared = ("JAX_COMPILATION_CACHE_DIR", "ZOO_JAX_CACHE", "XDG_CACHE_HOME", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS")
+    return fresh_report(REPORT, "jax", cleared, **env)
 
 
 class CompileCacheTest(TestCase):

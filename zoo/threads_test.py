@@ -1,11 +1,9 @@
-import json
 import os
-import subprocess
 import sys
 import types
 from unittest import mock
 
-from tests.testing import ROOT, TestCase
+from tests.testing import TestCase, fresh_report
 from zoo import threads
 
 # A fresh interpreter: what `import zoo` leaves in the environment and in torch's pool. BEFORE=1 imports
@@ -24,13 +22,7 @@ print(json.dumps({"env": {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "OMP
 
 
 def _report(**env):
-    environment = {k: v for k, v in os.environ.items()
-                   if k not in threads.SIZED + ("OMP_WAIT_POLICY", "ZOO_THREADS", "BEFORE")}
-    environment.update(KERAS_BACKEND="torch", PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3", **env)
-    done = subprocess.run([sys.executable, "-c", REPORT], env=environment, capture_output=True, text=True,
-                          timeout=300, cwd=ROOT)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return fresh_report(REPORT, "torch", threads.SIZED + ("OMP_WAIT_POLICY", "ZOO_THREADS", "BEFORE"), **env)
 
 
 class UsableCpusTest(TestCase):
