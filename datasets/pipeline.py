@@ -74,12 +74,15 @@ def _cast(schema, features, num_candidates):
 
 
 def make_dataset(processed, split, *, batch_size=256, shuffle=None, seed=0, mode=None, num_candidates=None,
-                 with_weights=False, drop_remainder=False, repeat=False, num_parallel_calls=None, rows_of=None):
+                 with_weights=False, drop_remainder=False, repeat=False, num_parallel_calls=None, rows_of=None,
+                 order=None):
     """A batched, shuffled (train by default), prefetched tf.data.Dataset of one split.
 
     `rows_of` (rank, size): only every size-th row (or group) of the split, from the rank-th: one
     process's share in a multi-process run.
     `num_parallel_calls`: batches gathered at once (default tf.data.AUTOTUNE; 1 gathers one at a time).
+    `order` (mode None, no shuffle): the split's row indices in the order the batches give them (a
+    scoring-mode read in file order: argsort of its source lines).
     Returns (dataset, schema); in group modes the schema has num_candidates = m2.
     """
     import tensorflow as tf
@@ -103,7 +106,10 @@ def make_dataset(processed, split, *, batch_size=256, shuffle=None, seed=0, mode
         total = groups.shape[0]
         schema = schema.with_candidates(m)
     rng = np.random.default_rng(seed)
+    if order is not None and (mode is not None or shuffle or rows_of is not None or len(order) != total):
+        raise ZooError("make_dataset's order is a permutation of the split's rows, without shuffle, mode or rows_of")
     mine = np.arange(total) if rows_of is None else np.arange(total)[rows_of[0] :: rows_of[1]]
+    mine = mine if order is None else np.asarray(order, np.int64)
     total = mine.size
 
     def batch_indices():
@@ -117,7 +123,10 @@ def make_dataset(processed, split, *, batch_size=256, shuffle=None, seed=0, mode
 
     def gather(index):  # NumPy, on a tf.data thread: the batch of these rows, flattened as the signature
         if mode is None:
-            features, labels = processed.take(split, index)
+            features, labels = processed.take(split, index)  # (rows in index order sorted)
+            if order is not None:
+                at = np.searchsorted(np.sort(index), index)
+                features, labels = {key: value[at] for key, value in features.items()}, labels[at]
             batch = (_cast(schema, features, 1), labels.astype("float32"))
         else:
             features, labels, weights = processed.take_groups(split, groups[index], mode)

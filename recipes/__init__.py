@@ -12,8 +12,7 @@ from zoo.recipes.fit import compile_for, data_options, fit, model_overrides
 from zoo.recipes.metrics import (auc, bootstrap_aucs, calibration, default_metrics, gauc, logloss, paired_bootstrap,
                                  rela_impr)
 from zoo.recipes.protocols import RECIPES, get_recipe
-from zoo.recipes.raw_rows import (ScoredRows, calibrate_file, calibrate_preset, evaluate_file, score_file,
-                                score_raw_rows)
+from zoo.recipes.raw_rows import calibrate_file, calibrate_preset
 from zoo.recipes.recipe import Recipe
 from zoo.recipes.scaling import fit_scaling_law
 from zoo.recipes.sparse_table_adam import SparseTableAdam

@@ -67,12 +67,13 @@ class CompareTest(TestCase):
         # the winner's preset scores the later rows as its cell did
         winner = board["winner"]
         self.assertTrue(os.path.isdir(winner["preset"]))
-        scored = zoo.recipes.score_file(winner["preset"], later, history_from=[log], verbose=0)
+        preset = zoo.load(winner["preset"])
+        scores = preset.predict(later, history_from=log, verbose=0)  # file order
         kept = np.load(os.path.join(out, "cells", winner["model"], f"seed{winner['seed']}_later_scores.npy"))
-        np.testing.assert_array_equal(scored.lines, np.arange(2, 82))
-        np.testing.assert_allclose(scored.scores[order], kept, rtol=1e-5, atol=1e-6)
-        # evaluate_file with the training log as history: the same rows, scores and baselines as the comparison's
-        report = zoo.recipes.evaluate_file(winner["preset"], later, history_from=[log], verbose=0)
+        self.assertEqual(scores.shape, (80,))
+        np.testing.assert_allclose(scores[order], kept, rtol=1e-5, atol=1e-6)
+        # evaluate with the training log as history: the same rows, scores and baselines as the comparison's
+        report = preset.evaluate(later, history_from=[log], verbose=0)
         self.assertAlmostEqual(report["auc"], auc(np.load(os.path.join(out, "later_labels.npy")), kept), places=5)
         for row in report["baselines"]["rows"]:
             self.assertAlmostEqual(row["auc"], board["baselines"]["later"][row["name"]]["auc"], places=10)

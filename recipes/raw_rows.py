@@ -1,26 +1,22 @@
-"""Raw files scored through a preset's data contract (its `preprocessor`), without refitting anything.
+"""Raw rows scored, evaluated and calibrated through a preset's data contract (its `preprocessor`),
+without refitting anything: what the model's own `predict`, `evaluate` and `fit` do with raw rows
+(zoo.models.ZooModel), and what `python -m zoo score | evaluate | calibrate` call.
 
-The preset is named once; its model carries the preprocessor (zoo.datasets.Preprocessor):
-
-    model = zoo.load("runs/my_din/preset")                 # or pass the folder itself to each call
-    scored = zoo.recipes.score_file(model, "later.csv")    # .scores, .lines, .labels, .info
-    report = zoo.recipes.evaluate_file(model, "later.csv", report_path="later.json")
+    model = zoo.load("runs/my_din/preset")
+    scores = model.predict(pandas.read_csv("later.csv"), history_from="logs.csv")   # score_rows(...).scores
+    report = model.evaluate("later.csv", history_from="logs.csv")                   # evaluate_rows
     calibrated, fit = zoo.recipes.calibrate_file(model, "held_out.csv", method="platt")
-    calibrated.save_to_preset("runs/my_din/calibrated")   # writes the preprocessor too
 
-`score_raw_rows` is the lower-level form that takes the data set's name and the preprocessing itself:
-
-    model = zoo.get("rest_movielens")
-    scores, lines = zoo.recipes.score_raw_rows(model, "movielens", "my_ratings/u.data",
-                                               preprocessing="saved/rest_movielens")
-
-The reader applies the preset's fitted preprocessing (its `preprocessing.json`: the vocabularies of the
+Raw rows are a path (a file, glob or folder in the training data's format) or rows held in memory (a
+pandas DataFrame, a pyarrow Table, a dict of columns, a list of dicts: zoo.datasets.in_memory). The
+reader applies the preset's fitted preprocessing (its `preprocessing.json`: the vocabularies of the
 training data) in scoring mode (see the reader module: MovieLens/Amazon Books make every row a sample,
-Taobao every behaviour after a user's first; a sample's history is the user's earlier rows in the file;
-unknown ids become the OOV id and are counted).
+Taobao every behaviour after a user's first; a sample's history is the user's earlier rows; unknown ids
+become the OOV id and are counted).
 """
 
 import collections
+import contextlib
 import os
 
 import numpy as np
@@ -28,7 +24,7 @@ import numpy as np
 from zoo.errors import ZooError
 
 ScoredRows = collections.namedtuple("ScoredRows", ["scores", "lines", "labels", "info"])
-ScoredRows.__doc__ = """`score_file`'s result: scores [N], the file line of each [N], labels [N] (None for rows
+ScoredRows.__doc__ = """`score_rows`' result: scores [N], the file line (or position) of each [N], labels [N] (None for rows
 without a label column) and the reading's info (row counts, the account of every file's rows, unknown ids)."""
 
 
@@ -90,44 +86,69 @@ def with_preprocessor(model_or_preset):
     return model, model.preprocessor
 
 
-def score_file(model, path, *, history_from=None, batch_size=1024, verbose=1):
-    """Scores every row of the raw file `path` (a file, glob or folder in the training data's format)
-    through the preprocessor of `model` (a model that carries one, or a preset folder or name): a
-    ScoredRows of scores, file lines, labels (None without a label column) and the reading's info.
-    `history_from`: earlier logs whose rows build the histories and running statistics of these rows,
-    not scored (Preprocessor.processed). `verbose`: 1 a progress bar over the rows, 2 one line at the
-    end, 0 nothing."""
+def score_rows(model, rows, *, history_from=None, batch_size=1024, verbose=1):
+    """Scores every row of `rows` (a path, or rows held in memory) through the preprocessor of `model` (a
+    model that carries one, or a preset folder or name): a ScoredRows of scores, lines, labels (None
+    without a label column) and the reading's info. A path's rows come in file order, `lines` their file
+    lines (the scored ones: a row the reading drops has none). Rows held in memory give one score per row
+    in their order, `lines` their positions (0-based), NaN for a row the reading dropped (a warning
+    names how many, and why: info["repairs"]). `history_from`: earlier logs whose rows build the
+    histories and running statistics of these rows, not scored (Preprocessor.processed). `verbose`: 1 a
+    progress bar over the rows, 2 one line at the end, 0 nothing."""
     model, preprocessor = with_preprocessor(model)
-    processed = preprocessor.processed(path, history_from=history_from)
-    scores, lines, labels = _scored(model, processed, batch_size, with_labels=True, verbose=verbose)
+    with preprocessor.reading(rows) as (path, cache_dir, count):
+        processed = preprocessor.processed(path, history_from=history_from, cache_dir=cache_dir)
+        scores, lines, labels = _scored(model, processed, batch_size, with_labels=True, verbose=verbose)
+        first = _first_line(preprocessor)
     order = np.argsort(lines, kind="stable")  # file order
+    scores, lines, labels = scores[order], lines[order], labels[order]
     labeled = processed.info.get("labeled", True)
-    return ScoredRows(scores[order], lines[order], labels[order] if labeled else None, processed.info)
+    if count is not None:  # rows in memory: by position
+        positions = lines - first
+        aligned, aligned_labels = np.full(count, np.nan, np.float32), np.full(count, np.nan, np.float32)
+        aligned[positions], aligned_labels[positions] = scores, labels
+        if len(positions) < count:
+            import warnings
+
+            warnings.warn(f"{count - len(positions)} of {count} rows given were not scored (NaN): "
+                          f"{processed.info.get('repairs')}", stacklevel=3)
+        return ScoredRows(aligned, np.arange(count), aligned_labels if labeled else None, processed.info)
+    return ScoredRows(scores, lines, labels if labeled else None, processed.info)
 
 
-def evaluate_file(model, path, *, held_out="test", history_from=None, report_path=None, plots_dir=None,
+def _first_line(preprocessor):
+    from zoo.datasets import in_memory
+
+    return in_memory.first_line(preprocessor.spec) if preprocessor.spec is not None else 1
+
+
+def evaluate_rows(model, rows, *, held_out="test", history_from=None, report_path=None, plots_dir=None,
                   batch_size=1024, verbose=1):
     """The metrics report (AUC, LogLoss, GAUC by the preprocessor's user key, calibration;
     zoo.recipes.evaluate) of `model` (a model with a preprocessor, or a preset folder or name) on the
-    labelled rows of the raw file `path` (Preprocessor.labelled: every row of a spec preset's file; a
-    reader's own data gives its protocol's `held_out` split; `history_from`: earlier logs for the rows'
-    histories, not scored). report["data"] says which rows. With `history_from` (a spec preset),
-    report["baselines"] stands the model beside the trivial baselines on the same rows, their rates read
-    from those earlier logs (zoo.recipes.baselines.compare)."""
+    labelled rows of `rows` (a path, or rows held in memory; Preprocessor.labelled: every row of a spec
+    preset's rows; a reader's own data gives its protocol's `held_out` split; `history_from`: earlier logs
+    for the rows' histories, not scored). report["data"] says which rows. With `history_from` (a spec
+    preset), report["baselines"] stands the model beside the trivial baselines on the same rows, their
+    rates read from those earlier logs (zoo.recipes.baselines.compare)."""
+    from zoo.datasets.preprocessor import earlier_logs
     from zoo.recipes.data_check import check_schema
     from zoo.recipes.evaluate import evaluate, predict_rows
 
     model, preprocessor = with_preprocessor(model)
-    dataset, info, what = preprocessor.labelled(path, held_out=held_out, history_from=history_from,
-                                                batch_size=batch_size)
-    check_schema(model, preprocessor.schema, hint="the preset's preprocessor reads rows for another schema")
-    predicted = predict_rows(model, dataset, preprocessor.user_key, verbose)  # (the baselines read these scores)
-    report = evaluate(model, dataset, report_path=None, plots_dir=plots_dir, user_key=preprocessor.user_key,
-                      predicted=predicted)
-    report["data"] = {"path": os.fspath(path), "split": info["split"], "rows": what,
-                      **({"history_from": [os.fspath(p) for p in history_from]} if history_from else {})}
-    if history_from and preprocessor.spec is not None and not preprocessor.spec["label"].get("events"):
-        report["baselines"] = _against_baselines(preprocessor, path, history_from, predicted)
+    history_from = earlier_logs(history_from)
+    with preprocessor.reading(rows) as (path, cache_dir, count):
+        dataset, info, what = preprocessor.labelled(path, held_out=held_out, history_from=history_from,
+                                                    batch_size=batch_size, cache_dir=cache_dir)
+        check_schema(model, preprocessor.schema, hint="the preset's preprocessor reads rows for another schema")
+        predicted = predict_rows(model, dataset, preprocessor.user_key, verbose)  # (the baselines read these scores)
+        report = evaluate(model, dataset, report_path=None, plots_dir=plots_dir, user_key=preprocessor.user_key,
+                          predicted=predicted)
+        shown = path if count is None else f"{count} rows given in memory"
+        report["data"] = {"path": shown, "split": info["split"], "rows": what.replace(path, shown),
+                          **({"history_from": history_from} if history_from else {})}
+        if history_from and preprocessor.spec is not None and not preprocessor.spec["label"].get("events"):
+            report["baselines"] = _against_baselines(preprocessor, path, history_from, predicted, cache_dir)
     if report_path is not None:
         from zoo.recipes.evaluate import write_report
 
@@ -135,7 +156,31 @@ def evaluate_file(model, path, *, held_out="test", history_from=None, report_pat
     return report
 
 
-def _against_baselines(preprocessor, path, history_from, predicted):
+@contextlib.contextmanager
+def training_data(model, rows, validation=None, *, history_from=None, batch_size=1024, shuffle=True, seed=0):
+    """(training pipeline, validation pipeline or None) of labelled raw rows (a path or rows held in memory;
+    `validation` likewise, or None) through the model's preprocessor (Preprocessor.labelled), its fitted
+    vocabularies kept: what `model.fit(rows)` trains on. The training rows come shuffled (`seed`), the
+    validation rows in their order; rows held in memory stay written until the block ends."""
+    from zoo.datasets.preprocessor import earlier_logs
+
+    model, preprocessor = with_preprocessor(model)
+    history_from = earlier_logs(history_from)
+    with contextlib.ExitStack() as stack:
+        pipelines = []
+        for part, mixed in ((rows, shuffle), (validation, False)):
+            if part is None:
+                pipelines.append(None)
+                continue
+            path, cache_dir, _ = stack.enter_context(preprocessor.reading(part))
+            dataset, _, _ = preprocessor.labelled(path, held_out="train" if mixed else "validation",
+                                                  history_from=history_from, batch_size=batch_size,
+                                                  cache_dir=cache_dir, shuffle=mixed, seed=seed)
+            pipelines.append(dataset)
+        yield tuple(pipelines)
+
+
+def _against_baselines(preprocessor, path, history_from, predicted, cache_dir=None):
     """zoo.recipes.baselines.compare of the model's scores of the rows of `path` (`predicted`: predict_rows'
     labels, scores, users) against the baselines on the same rows, fitted on the earlier logs
     (`history_from`: as the preset's training log, the rates' rows) and the scored rows strictly earlier;
@@ -146,7 +191,7 @@ def _against_baselines(preprocessor, path, history_from, predicted):
 
     spec = preprocessor.spec
     files = [f for earlier in history_from for f in spec_reading.source_files(earlier, spec["source"]["format"])]
-    rows = split_arrays(preprocessor.processed(path, history_from=history_from), "all")
+    rows = split_arrays(preprocessor.processed(path, history_from=history_from, cache_dir=cache_dir), "all")
     labels, scores, _ = predicted
     try:
         return compare(labels, scores, baseline_scores(read_keys(spec, files), rows))
@@ -216,7 +261,7 @@ def calibrate_preset(preset, out, path=None, method="platt", *, source=None, kee
     test_report = None
     if split == "validation" and report["kept"]:  # the recorded test metrics become the calibrated model's
         if raw:
-            test_report = evaluate_file(calibrated, path, held_out="test", history_from=history_from, verbose=verbose)
+            test_report = evaluate_rows(calibrated, path, held_out="test", history_from=history_from, verbose=verbose)
         else:
             test_report = evaluate(calibrated, source.split_for(calibrated, "test", batch_size), user_key=user_key,
                                    verbose=verbose)

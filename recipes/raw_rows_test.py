@@ -8,7 +8,7 @@ from tests.impression_logs import impression_spec, write_impression_log
 from tests.model_configs import SMALL
 from tests.testing import TestCase
 from zoo.datasets import prepare
-from zoo.recipes import score_raw_rows
+from zoo.recipes.raw_rows import score_raw_rows
 
 
 class ScoreRawRowsTest(TestCase):
@@ -42,7 +42,7 @@ class PresetNamedOnceTest(TestCase):
 
         from tests.testing import run_cli
         from zoo.datasets import Preprocessor
-        from zoo.recipes import calibrate_file, evaluate_file, score_file
+        from zoo.recipes import calibrate_file
 
         folder = self.get_temp_dir()
         log = write_impression_log(os.path.join(folder, "log.csv"), rows=240)
@@ -61,15 +61,16 @@ class PresetNamedOnceTest(TestCase):
         self.assertEqual(info["rows"]["all"], 60)
         self.assertEqual(sum(int(labels.shape[0]) for _, labels in dataset), 60)
 
-        scored = score_file(preset, later, verbose=0)  # the folder named once, here and below
-        self.assertEqual(scored.lines.tolist(), list(range(2, 62)))  # file order
+        scores = loaded.predict(later, verbose=0)  # file order
         status, _, err = run_cli("score", preset, later, "--out", os.path.join(folder, "scores.csv"))
         self.assertEqual(status, 0, err)
         rows = Path(folder, "scores.csv").read_text().splitlines()[1:]
-        self.assertAllClose([float(r.split(",")[1]) for r in rows], scored.scores, atol=1e-6)
-        self.assertEqual([float(r.split(",")[2]) for r in rows], scored.labels.tolist())
+        self.assertEqual([int(r.split(",")[0]) for r in rows], list(range(2, 62)))  # file order
+        self.assertAllClose([float(r.split(",")[1]) for r in rows], scores, atol=1e-6)
+        with open(later, newline="") as f:
+            self.assertEqual([float(r.split(",")[2]) for r in rows], [float(r["clicked"]) for r in csv.DictReader(f)])
 
-        report = evaluate_file(loaded, later, report_path=os.path.join(folder, "report.json"), verbose=0)
+        report = loaded.evaluate(later, report_path=os.path.join(folder, "report.json"), verbose=0)
         self.assertEqual(report["rows"], 60)
         self.assertEqual(report["data"]["split"], "all")
         self.assertEqual(json.loads(Path(folder, "report.json").read_text())["auc"], report["auc"])
@@ -101,11 +102,137 @@ class PresetNamedOnceTest(TestCase):
 
     def test_a_model_without_a_preprocessor_is_refused_in_one_line(self):
         from zoo.errors import ZooError
-        from zoo.recipes import score_file
 
         model = zoo.get("din", schema=zoo.Schema.from_dict(
             prepare(impression_spec(sequence_length=4), write_impression_log(
                 os.path.join(self.get_temp_dir(), "log.csv"), rows=60), verbose=False).preprocessing()["schema"]),
             **SMALL["din"])
         with self.assertRaisesRegex(ZooError, "carries no data contract"):
-            score_file(model, "later.csv")
+            model.predict("later.csv")
+        with self.assertRaisesRegex(ZooError, "carries no data contract"):
+            model.predict([{"user_id": "u1", "item_id": "i1"}])
+
+
+class RawRowsThroughTheModelTest(TestCase):
+    """A preset is a task: its predict, evaluate and fit take raw rows (a path, a DataFrame, a pyarrow Table, a
+    dict of columns, a list of dicts) through its preprocessor, in the input's row order, and give what the
+    command line gives on the same rows."""
+
+    @classmethod
+    def setUpClass(cls):
+        import tempfile
+
+        cls.folder = tempfile.mkdtemp()
+        cls.log = write_impression_log(os.path.join(cls.folder, "log.csv"), rows=300)
+        cls.later = write_impression_log(os.path.join(cls.folder, "later.csv"), rows=60, seed=2,
+                                         start="2024-03-20T00:00:00Z", unseen_from=70)
+        state = prepare(impression_spec(sequence_length=4), cls.log, verbose=False,
+                        cache_dir=os.path.join(cls.folder, "cache")).preprocessing()
+        model = zoo.get("din", schema=zoo.Schema.from_dict(state["schema"]), **SMALL["din"])
+        cls.preset = os.path.join(cls.folder, "preset")
+        model.save_to_preset(cls.preset, preprocessing=state)
+
+    @classmethod
+    def tearDownClass(cls):
+        import shutil
+
+        shutil.rmtree(cls.folder, ignore_errors=True)
+
+    def test_predict_on_a_dataframe_equals_the_command_line_row_for_row(self):
+        import pandas
+        import pyarrow
+
+        from tests.testing import run_cli
+
+        model = zoo.load(self.preset)
+        rows = pandas.read_csv(self.later)
+        scores = model.predict(rows, history_from=self.log, verbose=0)
+        out = os.path.join(self.get_temp_dir(), "scores.csv")
+        status, _, err = run_cli("score", self.preset, self.later, "--history-from", self.log, "--out", out)
+        self.assertEqual(status, 0, err)
+        with open(out, newline="") as f:
+            written = list(csv.DictReader(f))
+        self.assertEqual([int(r["line"]) for r in written], list(range(2, 62)))
+        self.assertEqual(scores.shape, (60,))
+        np.testing.assert_allclose(scores, [float(r["score"]) for r in written], rtol=0, atol=1e-6)
+        # every other form of the same rows, and the rows shuffled: each row keeps its own score
+        for other in (rows.to_dict("records"), {name: rows[name].tolist() for name in rows.columns},
+                      pyarrow.Table.from_pandas(rows), self.later):
+            np.testing.assert_array_equal(model.predict(other, history_from=[self.log], verbose=0), scores)
+        shuffled = rows.sample(frac=1.0, random_state=3)
+        np.testing.assert_array_equal(model.predict(shuffled, history_from=self.log, verbose=0),
+                                      scores[shuffled.index.to_numpy()])
+        # the histories come from the earlier log: without it the scores differ
+        self.assertGreater(np.abs(model.predict(rows, verbose=0) - scores).max(), 0)
+
+    def test_evaluate_on_rows_equals_the_command_line(self):
+        import json
+
+        import pandas
+
+        from tests.testing import run_cli
+
+        model = zoo.load(self.preset)
+        report = model.evaluate(pandas.read_csv(self.later), history_from=self.log, verbose=0)
+        status, out, err = run_cli("evaluate", self.preset, "--data", self.later, "--history-from", self.log)
+        self.assertEqual(status, 0, err)
+        shown = json.loads(out[out.index("{"):])
+        for key in ("auc", "logloss", "gauc"):
+            self.assertAlmostEqual(report[key], shown[key], places=6)
+        self.assertEqual(report["rows"], 60)
+        self.assertEqual(report["data"]["path"], "60 rows given in memory")
+        self.assertIn("baselines", report)
+
+    def test_a_row_the_reading_drops_scores_nan_and_is_counted(self):
+        import pandas
+
+        model = zoo.load(self.preset)
+        rows = pandas.read_csv(self.later)
+        rows.loc[5, "ts"] = "not a time"
+        self.assertEqual(model.preprocessor.spec["time"]["on_error"], "error")  # an unreadable time: one line
+        with self.assertRaisesRegex(zoo.ZooError, r"^row 5 of the rows given: column 'ts' should be"):
+            model.predict(rows, verbose=0)
+        rows.loc[5, "ts"] = rows.loc[4, "ts"]
+        rows.loc[7, "clicked"] = None  # an empty label drops the row from a labelled reading
+        with self.assertWarnsRegex(UserWarning, "1 of 60 rows given were not scored"):
+            scores = model.predict(rows, verbose=0)
+        self.assertTrue(np.isnan(scores[7]))
+        self.assertEqual(int(np.isnan(scores).sum()), 1)
+
+    def test_bad_rows_are_refused_in_one_line(self):
+        import pandas
+
+        model = zoo.load(self.preset)
+        rows = pandas.read_csv(self.later)
+        with self.assertRaisesRegex(zoo.ZooError, r"^the rows given: column 'price' named in the spec is absent"):
+            model.predict(rows.drop(columns=["price"]), verbose=0)
+        with self.assertRaisesRegex(zoo.ZooError, "columns of different lengths"):
+            model.predict({"user_id": ["u1", "u2"], "item_id": ["i1"]}, verbose=0)
+        with self.assertRaisesRegex(zoo.ZooError, "history_from is a path or a list of paths"):
+            model.predict(rows, history_from=3, verbose=0)
+        with self.assertRaisesRegex(zoo.ZooError, "history_from goes with raw rows"):
+            features, _ = model.preprocessor.processed(self.later).take("all", np.arange(2))
+            model.predict(features, history_from=self.log)
+
+    def test_fit_takes_raw_rows_and_a_contract_batch_still_predicts(self):
+        import pandas
+
+        model = zoo.load(self.preset)
+        model.compile(optimizer="adam", loss="binary_crossentropy")
+        before = model.predict(self.later, verbose=0)
+        history = model.fit(pandas.read_csv(self.log), validation_data=self.later, epochs=1, batch_size=64,
+                            verbose=0)
+        self.assertEqual(set(history.history), {"loss", "val_loss"})
+        self.assertGreater(np.abs(model.predict(self.later, verbose=0) - before).max(), 0)
+        features, _ = model.preprocessor.processed(self.later).take("all", np.arange(3))
+        self.assertEqual(model.predict(features, verbose=0).shape, (3, 1))
+
+    def test_the_preprocessor_reads_rows_in_file_order(self):
+        model = zoo.load(self.preset)
+        dataset, info = model.preprocessor.read(self.later, history_from=self.log)
+        with open(self.later, newline="") as f:
+            clicked = [float(r["clicked"]) for r in csv.DictReader(f)]
+        labels = np.concatenate([np.asarray(y).reshape(-1) for _, y in dataset])
+        np.testing.assert_array_equal(labels, clicked)
+        scores = np.concatenate([np.asarray(model.predict(x, verbose=0)).reshape(-1) for x, _ in dataset])
+        np.testing.assert_allclose(scores, model.predict(self.later, history_from=self.log, verbose=0), atol=1e-6)

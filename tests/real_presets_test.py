@@ -10,7 +10,7 @@ import numpy as np
 
 import zoo
 from tests.testing import ROOT, SHARED_DATA, TestCase
-from zoo.recipes import score_raw_rows
+from zoo.recipes.raw_rows import score_raw_rows
 
 RAW_FILES = {"movielens": SHARED_DATA / "movielens-100k", "taobao": SHARED_DATA / "taobao-userbehavior"}
 

@@ -249,7 +249,7 @@ def _calibrate(args):
 def _evaluate(args):
     """Score a preset on labelled rows; print and write the metrics report (AUC, LogLoss, GAUC, calibration)
     and the figures. A preset that carries its data contract reads --data through it
-    (zoo.recipes.evaluate_file: `python -m zoo evaluate DIR --data FILE`); others score the test split of
+    (model.evaluate: `python -m zoo evaluate DIR --data FILE`); others score the test split of
     the simulator or of --data/--path."""
     import json
 
@@ -258,9 +258,8 @@ def _evaluate(args):
     model = zoo.load(args.preset)
     if _reads_raw_rows(args, model):
         path = _raw_file(args, model.preprocessor)
-        report = zoo.recipes.evaluate_file(model, path, report_path=args.report, plots_dir=args.plots,
-                                           history_from=args.history_from, batch_size=args.batch_size or 1024,
-                                           verbose=_progress())
+        report = model.evaluate(path, report_path=args.report, plots_dir=args.plots, history_from=args.history_from,
+                                batch_size=args.batch_size or 1024, verbose=_progress())
         if report["data"]["split"] != "all":
             print(f"evaluate: {report['data']['rows']}")
         if report.get("baselines"):
@@ -289,14 +288,14 @@ def _output(path, **options):
 
 
 def _score(args):
-    """Score every row of a raw file through a preset's data contract (zoo.recipes.score_file); write line,
-    score (and label) as CSV."""
+    """Score every row of a raw file through a preset's data contract (model.predict's reading,
+    zoo.recipes.raw_rows.score_rows); write line, score (and label) as CSV."""
     import csv
 
-    import zoo
+    from zoo.recipes.raw_rows import score_rows
 
-    scored = zoo.recipes.score_file(args.preset, args.file, history_from=args.history_from,
-                                    batch_size=args.batch_size, verbose=_progress())
+    scored = score_rows(args.preset, args.file, history_from=args.history_from, batch_size=args.batch_size,
+                        verbose=_progress())
     with _output(args.out, newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["line", "score"] + (["label"] if scored.labels is not None else []))

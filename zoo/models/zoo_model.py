@@ -1,6 +1,7 @@
 import functools
 import inspect
 import numbers
+import os
 
 import keras
 import numpy as np
@@ -32,6 +33,11 @@ def _batch_refusal(error):
         if start >= 0:
             return ZooError(line[start + len("assertion failed: ["):].rstrip().removesuffix("]"))
     return None
+
+
+def _verbose(verbose):
+    """Keras' verbose ("auto", None, 0, 1, 2) as the raw-row readers' (1 a progress bar, 2 a line, 0 none)."""
+    return 1 if verbose in ("auto", None) else int(verbose)
 
 
 def _is_tensor(value):
@@ -148,16 +154,56 @@ class ZooModel(backend_kernels.RowSteps, keras.Model):
         return cls(**config)
 
     # ------------------------------------------------------------------ entry points
-    def fit(self, x=None, y=None, *args, **kwargs):
-        """keras.Model.fit, with its data guarded as `predict`'s is (see `guarded_source`): a bad value in a
-        batch is one ZooError line naming the key, never a backend traceback or a silent NaN."""
+    def raw_rows(self, x):
+        """Whether `x` is raw rows for the model's preprocessor rather than data in the input contract: a
+        path (text or os.PathLike), a pandas DataFrame, a pyarrow Table, a list of dicts, or a dict none of
+        whose keys is a contract key (with a preprocessor; a dict is otherwise a batch)."""
+        from zoo.datasets import in_memory
+
+        if isinstance(x, (str, os.PathLike)):
+            return True
+        if isinstance(x, dict):
+            return self.preprocessor is not None and not set(map(str, x)) & set(self.schema.keys())
+        return in_memory.is_rows(x)
+
+    def fit(self, x=None, y=None, *args, history_from=None, **kwargs):
+        """keras.Model.fit. Raw rows (a path, a pandas DataFrame, a pyarrow Table, a dict of columns or a list
+        of dicts; `raw_rows`) go through the model's preprocessor with its fitted vocabularies
+        (zoo.recipes.raw_rows.training_data: shuffled, `batch_size` rows a batch, default 1024;
+        `validation_data` may be raw rows too; `history_from`: earlier logs for the rows' histories).
+        Data in the contract is guarded as `predict`'s is (see `guarded_source`): a bad value in a batch is
+        one ZooError line naming the key, never a backend traceback or a silent NaN."""
+        if self.raw_rows(x):
+            from zoo.recipes.raw_rows import training_data
+
+            validation = kwargs.pop("validation_data", None)
+            if y is not None or args:
+                raise ZooError("raw rows carry their labels: fit(rows, epochs=..., ...) takes no y")
+            with training_data(self, x, validation, history_from=history_from,
+                               batch_size=kwargs.pop("batch_size", None) or 1024, shuffle=kwargs.pop("shuffle", True),
+                               seed=kwargs.pop("seed", 0)) as (train, val):
+                return self.fit(train, validation_data=val, **kwargs)
+        if history_from is not None:
+            raise ZooError("history_from goes with raw rows (a path or rows in memory), not data in the input contract")
         if _is_tf_data(kwargs.get("validation_data")):
             kwargs["validation_data"] = self.guarded_source(kwargs["validation_data"])
         rest = (y, *args) if y is not None or args else ()
         return self._refusing(lambda: super(ZooModel, self).fit(self.guarded_source(x), *rest, **kwargs))
 
-    def evaluate(self, x=None, y=None, *args, **kwargs):
-        """keras.Model.evaluate, with its data guarded as `fit`'s is."""
+    def evaluate(self, x=None, y=None, *args, history_from=None, report_path=None, plots_dir=None, **kwargs):
+        """keras.Model.evaluate, with its data guarded as `fit`'s is. Raw rows (`raw_rows`) give the report
+        `python -m zoo evaluate` prints and writes (zoo.recipes.raw_rows.evaluate_rows: AUC, LogLoss, GAUC
+        by the raw user, calibration, and with `history_from` the trivial baselines on the same rows);
+        `report_path` (JSON) and `plots_dir` (figures) write it."""
+        if self.raw_rows(x):
+            from zoo.recipes.raw_rows import evaluate_rows
+
+            if y is not None or args:
+                raise ZooError("raw rows carry their labels: evaluate(rows) takes no y")
+            return evaluate_rows(self, x, history_from=history_from, report_path=report_path, plots_dir=plots_dir,
+                                 batch_size=kwargs.get("batch_size") or 1024, verbose=_verbose(kwargs.get("verbose")))
+        if history_from is not None or report_path is not None or plots_dir is not None:
+            raise ZooError("history_from, report_path and plots_dir go with raw rows (a path or rows in memory)")
         rest = (y, *args) if y is not None or args else ()
         return self._refusing(lambda: super(ZooModel, self).evaluate(self.guarded_source(x), *rest, **kwargs))
 
@@ -216,11 +262,24 @@ class ZooModel(backend_kernels.RowSteps, keras.Model):
         one call at a time; a rejected or failed call leaves the model as usable as before)."""
         return self.predict(features, batch_size=batch_size, verbose=0)
 
-    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None, *, history_from=None):
         """keras.Model.predict, guarded like every entry point: a dict of arrays is validated against the
         Schema first (`checked`: one-line ZooError, before any backend call); a tf.data.Dataset or another
         Keras data source is passed on (its keys are checked as each batch reaches the model); the call
-        runs through `run_predictor` (one call at a time, the model as usable after a failure)."""
+        runs through `run_predictor` (one call at a time, the model as usable after a failure).
+
+        Raw rows (`raw_rows`: a path, a pandas DataFrame, a pyarrow Table, a dict of columns, a list of dicts)
+        go through the model's preprocessor and give one score per row, float32 [N], as `python -m zoo score`
+        writes them (zoo.recipes.raw_rows.score_rows): rows in memory in their order (NaN, with a warning,
+        for a row the reading drops), a path's rows in file order. `history_from`: earlier logs (a path or
+        a list) whose rows build the histories and running statistics of these rows."""
+        if self.raw_rows(x):
+            from zoo.recipes.raw_rows import score_rows
+
+            return score_rows(self, x, history_from=history_from, batch_size=batch_size or 1024,
+                              verbose=_verbose(verbose)).scores
+        if history_from is not None:
+            raise ZooError("history_from goes with raw rows (a path or rows in memory), not data in the input contract")
         x = self._checked_input(x)  # a dict validated here; a tf.data.Dataset mapped through the batch check
         x = self.guarded_source(x) if _is_tf_data(x) else x
         return self._refusing(lambda: self.run_predictor(
