@@ -7,6 +7,7 @@ from zoo import threads
 from zoo.datasets.pipeline import without_autotune_thread
 from zoo.errors import ZooError
 from zoo.recipes.data_check import check_dataset
+from zoo.process_settings import configure_process
 from zoo.recipes import host_allocator
 from zoo.recipes.metrics import default_metrics
 from zoo.recipes.protocols import get_recipe
@@ -248,6 +249,7 @@ def fit(
         )
     check_model_overrides(model, recipe)
     check_dataset(model, train, *([] if val is None else [val]))
+    configure_process()  # threads, JAX's compile cache (zoo/process_settings.py): import zoo sets none of them
     host_allocator.tune()  # the steps' freed buffers are reused, not faulted in again (see its docstring)
     keras.utils.set_random_seed(recipe.seeds[0])
     samples_per_row = _num_candidates(train) or 1

@@ -6,19 +6,17 @@
     model = zoo.get("distilsuan")                 # another shipped preset (of lightsuan)
     model = zoo.get("din", schema=my_schema)      # a fresh model from the class defaults
     zoo.save(model, "./my_preset"); zoo.load("./my_preset")
+    scores = zoo.load("runs/my_din/preset").predict(pandas.read_csv("later.csv"), history_from="logs.csv")
+
+`import zoo` changes no process setting; `zoo.configure_process()` applies the zoo's (threads, JAX's
+compile cache, TensorFlow's start-up lines: zoo/process_settings.py), as the command line and `fit` do.
 """
 
 import sys
 
-from zoo import compile_cache as _compile_cache
-from zoo import native_logs as _native_logs
-from zoo import threads as _threads
+from zoo.process_settings import configure_process
 
 __version__ = "0.1.0"
-
-_threads.configure()  # before Keras imports a backend: thread pools sized to this process's CPUs (zoo/threads.py)
-_compile_cache.configure()  # JAX keeps its compiled programs for the next run (zoo/compile_cache.py)
-_native_logs.install()  # TensorFlow's start-up lines kept off the terminal (zoo/native_logs.py)
 
 
 def _starting_command_line():

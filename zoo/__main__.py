@@ -747,7 +747,11 @@ def _os_error(error):
 
 
 def _command_line(argv):
-    """`python -m zoo`: quiet unless --verbose, then `main`."""
+    """`python -m zoo`: the zoo's process settings (zoo.configure_process, before any backend loads), quiet
+    unless --verbose, then `main`."""
+    import zoo
+
+    zoo.configure_process()
     if "--verbose" not in argv:
         _quiet()
     else:  # everything TensorFlow writes, its start-up lines too

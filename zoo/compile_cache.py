@@ -7,7 +7,8 @@ disk and load them in later processes (keyed by the program, the compile options
 jaxlib version, so a changed model or a new jaxlib compiles afresh). JAX leaves that off unless
 `JAX_COMPILATION_CACHE_DIR` names a folder.
 
-`configure()` runs when `zoo` is imported, before Keras imports a backend, and sets
+`configure()` runs in `zoo.configure_process()` (never at `import zoo`; the command line and `zoo.recipes.fit`
+call it) and sets
 `JAX_COMPILATION_CACHE_DIR` to `$XDG_CACHE_HOME/zoo/jax` (`~/.cache/zoo/jax` without it) where neither
 that variable nor `ZOO_JAX_CACHE` is set. `ZOO_JAX_CACHE=off` leaves JAX's default (no cache);
 `ZOO_JAX_CACHE=DIR` uses DIR. Where JAX was imported before `zoo`, its config is set instead of the

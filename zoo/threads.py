@@ -7,8 +7,9 @@ work: measured on this project's 2-core machine at load 6, a DeepFM step took 1,
 20-21 ms with `OMP_WAIT_POLICY=PASSIVE` or one thread (issue #39). TensorFlow and XLA size their pools
 from the CPU affinity, which a cgroup quota does not narrow.
 
-`configure()` runs when `zoo` is imported, before Keras imports a backend, and sets (each only where the
-user has not set it already, so an explicit choice always wins):
+`configure()` runs in `zoo.configure_process()` (never at `import zoo`: the command line calls it before any
+backend loads, `zoo.recipes.fit` when it starts) and sets (each only where the user has not set it
+already, so an explicit choice always wins):
 
 - `OMP_WAIT_POLICY=PASSIVE`: OpenMP's idle threads sleep at once (read when torch loads its OpenMP);
 - `TF_NUM_INTRAOP_THREADS`, `TF_NUM_INTEROP_THREADS` = `usable_cpus()`: the CPUs in this process's

@@ -6,13 +6,12 @@ from unittest import mock
 from tests.testing import TestCase, fresh_report
 from zoo import threads
 
-# A fresh interpreter: what `import zoo` leaves in the environment and in torch's pool. BEFORE=1 imports
-# torch first (too late for the environment: the pool is resized instead).
+# A fresh interpreter: what zoo.configure_process() leaves in the environment and in torch's pool (import zoo
+# has loaded torch, the backend, already: the pool is resized).
 REPORT = """
 import json, os, sys
-if os.environ.get("BEFORE") == "1":
-    import torch
 import zoo
+zoo.configure_process()
 import torch
 print(json.dumps({"env": {k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "OMP_NUM_THREADS",
                   "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")},
@@ -55,7 +54,7 @@ class UsableCpusTest(TestCase):
 
 
 class ConfigureTest(TestCase):
-    def test_import_sizes_torch_and_tensorflow_and_makes_openmp_passive(self):
+    def test_configure_process_sizes_torch_and_tensorflow_and_makes_openmp_passive(self):
         report = _report()
         usable, openmp = report["usable"], max(report["usable"] - 1, 1)
         self.assertEqual(report["env"], {"OMP_WAIT_POLICY": "PASSIVE", "OMP_NUM_THREADS": str(openmp),
