@@ -699,6 +699,45 @@ def _precheck(args):
         raise ZooError(f"{path}: no such file or folder")
     if getattr(args, "spec", None):
         _precheck_spec(args.spec, args.data)
+    _precheck_preset_rows(args)
+
+
+def _precheck_preset_rows(args):
+    """The rows a command reads through a spec preset's data contract (score and request: FILE; evaluate and
+    calibrate: --data FILE, whose label column is needed too), checked against the spec the preset
+    carries (their headers only, before a backend or the model loads): a missing column is one line."""
+    import json
+
+    from zoo.datasets import fitted, spec_reading
+    from zoo.datasets.spec import DataSpec
+    from zoo.errors import ZooError
+
+    preset = getattr(args, "preset", None)
+    if args.command not in ("score", "request", "evaluate", "calibrate") or not preset or not os.path.isfile(
+            os.path.join(preset, fitted.FILE_NAME)):
+        return
+    try:
+        with open(os.path.join(preset, fitted.FILE_NAME), encoding="utf-8") as stream:
+            state = json.load(stream)
+    except (OSError, ValueError):
+        return  # zoo.load's checks say what is wrong with the file
+    if not isinstance(state, dict) or state.get("dataset") != "spec" or not isinstance(state.get("spec"), dict):
+        return
+    spec = DataSpec.read(state["spec"])
+    labelled = args.command in ("evaluate", "calibrate")
+    rows = getattr(args, "file", None) if not labelled else (None if args.data == "simulator" else args.data)
+    label = spec.label.get("column")
+    positional = {n: o["positions"] for n, o in spec.columns.items() if o.get("positions")}
+    for path, optional in [(rows, () if labelled or not label else (label,))] + [
+            (earlier, (label,) if label else ()) for earlier in getattr(args, "history_from", None) or []]:
+        if path is None:
+            continue
+        try:
+            files = spec_reading.source_files(path, spec.source["format"])
+        except ZooError:
+            continue  # (a missing path was refused above; a folder of other files is the reader's to say)
+        for file in files:
+            spec_reading.check_columns(file, spec.source, spec.read_columns(), optional, positional)
 
 
 def _precheck_spec(spec_path, data):

@@ -385,6 +385,25 @@ class CommandLineTest(TestCase):
                   (("fit", "din", "--learning-rate", "nan"), "argument --learning-rate: nan; it must be a finite"),
                   (("fit", "din", "--seed", "-1"), "argument --seed: -1; a seed is from 0 to 4294967295"),
                   (("score", "din", log, "--batch-size", "x"), "argument --batch-size: 'x' is not a whole number"))
+        # rows read through a spec preset's contract: their header against its spec (the label where metrics need it)
+        from tests.impression_logs import impression_spec, write_impression_log
+        from zoo.datasets import fitted, prepare
+
+        preset = os.path.join(folder, "preset")
+        os.makedirs(preset)
+        impressions = write_impression_log(os.path.join(folder, "impressions.csv"), rows=80)
+        fitted.save_preprocessing(prepare(impression_spec(sequence_length=4), impressions, verbose=False,
+                                          cache_dir=os.path.join(folder, "cache")).preprocessing(), preset)
+        lines = Path(impressions).read_text().splitlines()
+        for name, drop in (("no_price.csv", "price"), ("no_label.csv", "clicked")):
+            at = lines[0].split(",").index(drop)  # (the first rows' fields hold no quoted comma before these)
+            Path(folder, name).write_text("\n".join([",".join(c for i, c in enumerate(lines[0].split(",")) if i != at)]
+                                                    + lines[1:2]) + "\n")
+        no_price, no_label = os.path.join(folder, "no_price.csv"), os.path.join(folder, "no_label.csv")
+        cases += ((("score", preset, no_price), f"{no_price}: column 'price' named in the spec is absent"),
+                  (("request", preset, no_price), f"{no_price}: column 'price' named in the spec is absent"),
+                  (("evaluate", preset, "--data", no_label), f"{no_label}: column 'clicked' named in the spec is absent"),
+                  (("score", preset, impressions, "--history-from", no_price), "column 'price' named in the spec"))
         for argv, message in cases:
             result = subprocess.run([sys.executable, "-X", "importtime", "-m", "zoo", *argv], capture_output=True,
                                     text=True, cwd=ROOT, timeout=120)

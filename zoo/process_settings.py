@@ -22,9 +22,11 @@ before `import zoo` (or run through `python -m zoo`).
 def configure_process():
     """Applies the settings of the module docstring, each once; returns {setting: value} of what was set
     in this process (zoo.threads.applied and zoo.compile_cache.applied)."""
-    from zoo import compile_cache, native_logs, threads
+    import zoo.compile_cache  # (not `from zoo import ...`: under `python -m zoo` that would bind the whole API)
+    import zoo.native_logs
+    import zoo.threads
 
-    applied = dict(threads.configure())
-    applied.update(compile_cache.configure())
-    native_logs.install()
+    applied = dict(zoo.threads.configure())
+    applied.update(zoo.compile_cache.configure())
+    zoo.native_logs.install()
     return applied
