@@ -52,9 +52,14 @@ def _import_api():
 
 
 def __getattr__(name):
-    # Reached for a name not bound yet: the API (or a submodule it imports) while the command line starts.
-    # Never while the API is being imported: `from zoo import <submodule>` then imports the submodule.
+    # Reached for a name not bound yet while the command line starts: a submodule (`from zoo import threads`)
+    # is imported alone, as the import system would; any other name binds the API. Never while the API is
+    # being imported: `from zoo import <submodule>` then imports the submodule.
     if not _importing and not name.startswith("__"):
+        import importlib.util
+
+        if importlib.util.find_spec(f"zoo.{name}") is not None:
+            return importlib.import_module(f"zoo.{name}")
         _import_api()
         if name in globals():
             return globals()[name]

@@ -9,7 +9,6 @@ act on are filtered (`--verbose` shows everything); progress bars know their tot
 import argparse
 import contextlib
 import os
-import re
 import sys
 
 from zoo.native_logs import is_noise
@@ -646,21 +645,18 @@ def _parser():
 
 def _known_names():
     """(registered model names, shipped preset names), read from the source files without importing a
-    backend: each model's `@register("name", ...)` and its `<model>_presets.py` PRESETS table."""
+    backend: the models' declarations (zoo.declarations) and each `<model>_presets.py` PRESETS table."""
     import ast
     from pathlib import Path
 
-    folder = Path(__file__).resolve().parent / "models"
-    models, presets = [], []
-    for path in sorted(folder.glob("*.py")):
-        text = path.read_text()
-        if path.name.endswith("_presets.py"):
-            for node in ast.parse(text).body:
-                if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "PRESETS" for t in node.targets):
-                    presets += list(ast.literal_eval(node.value))
-        else:
-            models += re.findall(r'@register\(\s*"([a-z0-9_]+)"', text)
-    return models, presets
+    from zoo import declarations
+
+    presets = []
+    for path in sorted((Path(__file__).resolve().parent / "models").glob("*_presets.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "PRESETS" for t in node.targets):
+                presets += list(ast.literal_eval(node.value))
+    return sorted(declarations.models()), presets
 
 
 def _precheck(args):
@@ -679,6 +675,11 @@ def _precheck(args):
     for model in [getattr(args, "model", None)] + list(getattr(args, "models", None) or []):
         if model is not None and model not in models:
             raise ZooError(f"unknown model '{model}' (known: {', '.join(sorted(models))}){closest(model, models)}")
+    if getattr(args, "set", None) and getattr(args, "model", None):  # --set values, by the rules building checks
+        from zoo import declarations, hyperparameters
+
+        declared = declarations.models()[args.model]
+        hyperparameters.overrides(args.model, dict(args.set), declared["hyperparameters"], declared["required"])
     for value in [getattr(args, "later", None)] + list(getattr(args, "history_from", None) or []):
         if value and not os.path.exists(value) and not any(c in value for c in "*?["):
             raise ZooError(f"{value}: no such file or folder")

@@ -1,13 +1,16 @@
-"""The range of every hyperparameter the registered models take, by name, checked before a model is built.
+"""The range of every hyperparameter the registered models take, by name, checked once as a model is built.
 
-`zoo.presets.build` (under `zoo.get`, `zoo.load`, `python -m zoo fit/tune --set`) calls `check` on a
-config before constructing the model, so a bad value is one line naming the key, before anything is
-built or trained: `dice_momentum is nan; it must be a finite number in [0, 1)`. One rule per name for
+`ZooModel` checks every argument of a model's `__init__` by its rule (`declared`) before the model's own
+code runs (under `zoo.get`, `zoo.load`, `python -m zoo fit/tune --set`), so a bad value is one line
+naming the key, before anything is built or trained; the command line checks `--set` values by the same
+rules before a backend loads (`overrides`, reading the model's declarations from its source:
+zoo.declarations): `dice_momentum is nan; it must be a finite number in [0, 1)`. One rule per name for
 every model alike. Numbers are never converted from text: `window_size="8"` is refused
 (`window_size is '8' (text); it must be an integer >= 1 or None`), as are booleans where numbers belong
 and floats where integers do (8.0). Choices among names (alignment_pool="causal", ...) are strings here;
-the model checks the name. A model's own checks that involve several values (width divisible by
-num_heads, k <= L) stay in the model.
+the model checks the name. A rule that admits None (ffn_dim: bst's default) is made strict for a model
+that declares the name in its class attribute `required` (llama, transformer, stca need a width). A
+model's own checks that involve several values (width divisible by num_heads, k <= L) stay in the model.
 """
 
 import dataclasses
@@ -102,13 +105,29 @@ def _kind(value):
     return ""
 
 
-def check(config):
-    """Refuses (one ZooError line naming the key) a value of `config` outside its rule in RULES; keys
-    without a rule (schema, name, a user-registered model's own) are left to the model."""
-    for name, value in config.items():
-        rule = RULES.get(name)
-        if rule is not None and not rule.admits(value):
-            raise ZooError(f"{name} is {value!r}{_kind(value)}; it must be {rule.describe()}")
+def rule_of(name, required=()):
+    """The rule of hyperparameter `name` (None without one), strict about None where `required` names it."""
+    rule = RULES.get(name)
+    return dataclasses.replace(rule, optional=False) if rule is not None and name in required else rule
+
+
+def overrides(model, values, names, required=()):
+    """Refuses, in one line, hyperparameter `values` (name -> value) that `model` (its registered name) does not
+    take (`names`: its hyperparameters) or whose value is outside its rule; the check `declared` makes, for
+    the command line's `--set` before a backend loads."""
+    unknown = sorted(set(values) - set(names))
+    if unknown:
+        raise ZooError(f"{model} has no hyperparameter {', '.join(unknown)} (hyperparameters: {', '.join(names)})"
+                       f"{did_you_mean(unknown, names)}")
+    declared(f"{model} hyperparameters", values, required)
+
+
+def did_you_mean(names, known):
+    """"; did you mean 'x'?" for the first of `names` close to one of `known`, else ""."""
+    import difflib
+
+    close = difflib.get_close_matches(str(names[0]), known, n=1) if names else []
+    return f"; did you mean '{close[0]}'?" if close else ""
 
 
 def _normalised(rule, value):
@@ -120,14 +139,15 @@ def _normalised(rule, value):
     return {"int": int, "number": float, "bool": bool}[rule.kind](value)
 
 
-def declared(model, values):
+def declared(model, values, required=()):
     """A model's hyperparameters `values` (name -> value, as its __init__ received them) checked by RULES and
     normalised (ints, floats, tuples of ints): what `ZooModel` passes to the model's __init__ and stores as
     its attributes. A bad value is one ZooError line "<model>: <name> is <value>; it must be ..." (for a list,
-    the first bad item is named). Names without a rule are passed on as they are."""
+    the first bad item is named). Names without a rule are passed on as they are; `required` names whose
+    rule admits None that this model needs a value for."""
     out = {}
     for name, value in values.items():
-        rule = RULES.get(name)
+        rule = rule_of(name, required)
         if rule is None:
             out[name] = value
             continue

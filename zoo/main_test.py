@@ -384,7 +384,13 @@ class CommandLineTest(TestCase):
                   (("fit", "din", "--batch-size", "-3"), "argument --batch-size: -3; it must be at least 1"),
                   (("fit", "din", "--learning-rate", "nan"), "argument --learning-rate: nan; it must be a finite"),
                   (("fit", "din", "--seed", "-1"), "argument --seed: -1; a seed is from 0 to 4294967295"),
-                  (("score", "din", log, "--batch-size", "x"), "argument --batch-size: 'x' is not a whole number"))
+                  (("score", "din", log, "--batch-size", "x"), "argument --batch-size: 'x' is not a whole number"),
+                  (("fit", "din", "--set", "mlp_units=eight"), "din hyperparameters: mlp_units is 'eight' (text)"),
+                  (("fit", "llama", "--set", "ffn_dim=None"), "llama hyperparameters: ffn_dim is None; it must be an "
+                                                              "integer >= 1"),  # (bst's ffn_dim may be None)
+                  (("tune", "lightsuan", "--search", "k", "--set", "window_siz=3"),
+                   "lightsuan has no hyperparameter window_siz (hyperparameters: schema, num_layers"),
+                  (("fit", "deres_s", "--set", "weighting=3"), "deres_s hyperparameters: weighting is 3"))
         # rows read through a spec preset's contract: their header against its spec (the label where metrics need it)
         from tests.impression_logs import impression_spec, write_impression_log
         from zoo.datasets import fitted, prepare

@@ -145,20 +145,18 @@ MAX_PARAMETERS = budget.BUDGET["parameters"]  # a config building more weights (
 
 
 def _did_you_mean(names, known):
-    """"; did you mean 'x'?" for the first of `names` close to one of `known`, else ""."""
-    import difflib
+    import zoo.hyperparameters as hyperparameters
 
-    close = difflib.get_close_matches(str(names[0]), known, n=1) if names else []
-    return f"; did you mean '{close[0]}'?" if close else ""
+    return hyperparameters.did_you_mean(names, known)
 
 
 def build(entry, config, *, source):
     """Constructs a registered model from plain hyperparameters; bad values become one line. Every value is
-    checked against its rule (zoo.hyperparameters) first, and the weights are counted as they are declared:
+    checked against its rule (zoo.hyperparameters, by ZooModel before the model's code runs), and the
+    weights are counted as they are declared:
     the one that would take the model beyond MAX_PARAMETERS is refused before it is allocated (raise
     `zoo.presets.MAX_PARAMETERS` for a larger model). Running out of memory while building is one line."""
     import zoo.guards as guards
-    import zoo.hyperparameters as hyperparameters
 
     known = entry.cls.hyperparameter_names()
     unknown = sorted(set(config) - set(known) - {"name", "trainable", "calibration"})
@@ -167,10 +165,6 @@ def build(entry, config, *, source):
             f"{source}: invalid configuration for '{entry.name}': unknown hyperparameter(s) {', '.join(unknown)}"
             f"{_did_you_mean(unknown, known)}"
         )
-    try:
-        hyperparameters.check(config)
-    except ZooError as error:
-        raise ZooError(f"{source}: {error}") from None
     with guards.parameter_budget(MAX_PARAMETERS) as budget:
         try:
             return entry.cls(**config)

@@ -14,30 +14,4 @@ class DeResS(DeResP):
     """DeRes-S: DeRes-P (zoo/models/deres_p.py) with softmax block weights
     alpha_{l,b} = softmax_b(w_l . RMSNorm(B_b)) (eq 4); the other arguments as in DeRes-P."""
 
-    def __init__(
-        self,
-        schema,
-        num_layers=8,
-        width=128,
-        num_heads=4,
-        num_blocks=8,
-        weighting="softmax",
-        fusion="gated",
-        feed="fused",
-        residual_matrix="identity",
-        dropout=0.1,
-        **kwargs,
-    ):
-        super().__init__(
-            schema,
-            num_layers=num_layers,
-            width=width,
-            num_heads=num_heads,
-            num_blocks=num_blocks,
-            weighting=weighting,
-            fusion=fusion,
-            feed=feed,
-            residual_matrix=residual_matrix,
-            dropout=dropout,
-            **kwargs,
-        )
+    defaults = {"weighting": "softmax"}

@@ -22,20 +22,4 @@ class LightSUAN(SUAN):
     this model, not another class.
     """
 
-    def __init__(self, schema, num_layers=2, num_heads=2, mlp_units=(1024, 512, 256), dice_momentum=0.9,
-                 alignment_pool="causal", sample_rate=1.0, window_size=8, dilation=2, parallel_candidates=32,
-                 share_relative_bias=True, **kwargs):
-        super().__init__(
-            schema,
-            num_layers=num_layers,
-            num_heads=num_heads,
-            mlp_units=mlp_units,
-            dice_momentum=dice_momentum,
-            alignment_pool=alignment_pool,
-            sample_rate=sample_rate,
-            window_size=window_size,
-            dilation=dilation,
-            parallel_candidates=parallel_candidates,
-            share_relative_bias=share_relative_bias,
-            **kwargs,
-        )
+    defaults = {"window_size": 8, "dilation": 2, "parallel_candidates": 32}

@@ -3,7 +3,7 @@ import keras
 from zoo.layers.causal_transformer_block import CausalTransformerBlock
 from zoo.layers.feature_embedding import FeatureEmbedding
 from zoo.layers.target_cross_attention import TargetCrossAttention
-from zoo.models.baseline_parts import check_size, dice_head
+from zoo.models.baseline_parts import dice_head
 from zoo.models.sequence_parts import check_heads
 from zoo.models.zoo_model import ZooModel
 from zoo.registry import register
@@ -50,10 +50,11 @@ class LLaMA(ZooModel):
         dice_momentum: moving-average decay of the head's BatchNorm/Dice statistics.
     """
 
+    required = ("ffn_dim",)  # (its rule admits None, bst's default: these need a width)
+
     def __init__(self, schema, width=32, num_heads=2, num_layers=2, ffn_dim=64, dropout=0.0, mlp_units=(200, 80),
                  dice_momentum=0.9, **kwargs):
         name = "llama"
-        check_size(name, "ffn_dim", ffn_dim)  # its rule also admits None (bst's default); here a width is needed
         check_heads(name, width, num_heads, rope=True)
         schema.require(name, groups=("hist", "cand"))
         inputs = schema.inputs()

@@ -35,6 +35,35 @@ def _batch_refusal(error):
     return None
 
 
+def _variant_init(cls):
+    """The `__init__` of a variant `cls` (ZooModel's docstring): the parent's signature with the defaults of
+    `cls.defaults`, filled in and passed on to the parent's `__init__` (which checks every value once)."""
+    parent = cls.__mro__[1].__init__
+    signature = inspect.signature(parent)
+    unknown = sorted(set(cls.defaults) - set(signature.parameters))
+    if unknown:
+        raise TypeError(f"{cls.__name__}.defaults names {unknown}, which {cls.__mro__[1].__name__} does not take")
+    signature = signature.replace(parameters=[
+        p.replace(default=cls.defaults[name]) if name in cls.defaults else p for name, p in signature.parameters.items()])
+
+    def __init__(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        arguments = dict(bound.arguments)
+        self = arguments.pop("self")
+        keywords = {}
+        for name, p in signature.parameters.items():
+            if p.kind is p.VAR_KEYWORD:
+                keywords = arguments.pop(name, {})
+        parent(self, **arguments, **keywords)
+
+    __init__.__signature__ = signature
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    __init__.__doc__ = f"{cls.__mro__[1].__name__}'s arguments, with the defaults {cls.defaults}."
+    __init__.declares_hyperparameters = True
+    return __init__
+
+
 def _verbose(verbose):
     """Keras' verbose ("auto", None, 0, 1, 2) as the raw-row readers' (1 a progress bar, 2 a line, 0 none)."""
     return 1 if verbose in ("auto", None) else int(verbose)
@@ -58,11 +87,18 @@ class ZooModel(backend_kernels.RowSteps, keras.Model):
     `get_config` then returns exactly those arguments (the Schema as a dict), so a preset's config.json
     is readable and `from_config` is `cls(**config)`. A model keeps only its own checks that involve
     several values or its own range (width divisible by num_heads, k <= L).
+
+    A variant is its parent with other defaults, declared as such: a subclass with no `__init__` and a
+    class attribute `defaults = {name: value}` (LightSUAN: SUAN with window_size 8, dilation 2 and 32
+    parallel candidates) takes the parent's hyperparameters, with those defaults (`_variant_init`).
     """
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         init = cls.__dict__.get("__init__")
+        if init is None and "defaults" in cls.__dict__:
+            cls.__init__ = _variant_init(cls)
+            return
         if init is None or getattr(init, "declares_hyperparameters", False):
             return
         signature = inspect.signature(init)
@@ -77,7 +113,7 @@ class ZooModel(backend_kernels.RowSteps, keras.Model):
             values = {name: bound.arguments[name] for name in names}
             if "schema" in values:
                 values["schema"] = Schema.from_dict(values["schema"])
-            values = hyperparameters.declared(self.registered_name or cls.__name__, values)
+            values = hyperparameters.declared(self.registered_name or cls.__name__, values, type(self).required)
             bound.arguments.update(values)
             init(*bound.args, **bound.kwargs)
             for name, value in values.items():
@@ -88,6 +124,7 @@ class ZooModel(backend_kernels.RowSteps, keras.Model):
         cls.__init__ = __init__
 
     registered_name = None
+    required = ()  # hyperparameters whose rule admits None (zoo.hyperparameters) that this model needs a value for
     preprocessor = None  # a preset's data contract (zoo.datasets.Preprocessor), attached by zoo.load / zoo.get
 
     def __init__(self, inputs, outputs, calibration=None, **kwargs):
