@@ -68,6 +68,7 @@ SMOKE = {  # tiny sizes for --smoke
 def hyperparameters(name, smoke):
     """DIN: the issue's sizes; others: the default preset's (Dice momentum at the class default)."""
     import zoo
+    zoo.configure_process()  # the settings the command line applies (zoo/process_settings.py)
 
     if smoke:
         return dict(SMOKE[name])
@@ -260,6 +261,7 @@ def worker(spec):
     import keras
 
     import zoo
+    zoo.configure_process()  # the settings the command line applies (zoo/process_settings.py)
 
     train, val, test, schema, rows = splits(spec)
     keras.utils.set_random_seed(0)

@@ -31,8 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 WORKER = r"""
 import json, os, statistics, sys, time
 sys.path.insert(0, os.environ["BENCH_DIR"])
-import keras
 import zoo
+zoo.configure_process()  # the settings the command line applies (zoo/process_settings.py)
+import keras
 from zoo.datasets import BehaviourSimulator
 from step_timing import train_step_seconds
 

@@ -23,6 +23,7 @@ import keras
 import numpy as np
 
 import zoo
+zoo.configure_process()  # the settings the command line applies (zoo/process_settings.py)
 from zoo.datasets import eleme, load
 from zoo.datasets.pipeline import make_dataset
 

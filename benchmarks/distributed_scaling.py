@@ -71,6 +71,7 @@ def child_throughput(args):
     import keras
 
     import zoo
+    zoo.configure_process()  # the settings the command line applies (zoo/process_settings.py)
     from zoo.errors import ZooError
     from zoo.recipes.distributed import make_distribution
 
@@ -119,6 +120,7 @@ def child_memory(args):
     import keras
 
     import zoo
+    zoo.configure_process()  # the settings the command line applies (zoo/process_settings.py)
     from zoo.errors import ZooError
     from zoo.recipes.distributed import make_distribution
 

@@ -19,6 +19,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import zoo  # noqa: E402
+zoo.configure_process()  # the settings the command line applies (zoo/process_settings.py)
 from zoo.datasets import BehaviourSimulator  # noqa: E402
 
 

@@ -36,6 +36,7 @@ def worker(args):
     import keras
 
     import zoo
+    zoo.configure_process()  # the settings the command line applies (zoo/process_settings.py)
     from zoo.datasets import pipeline
     fit_module = importlib.import_module("zoo.recipes.fit")  # (zoo.recipes.fit is also the function's name)
 

@@ -81,6 +81,7 @@ class Fixture:
     def preset(self):
         if self._preset is None:
             import zoo
+            zoo.configure_process()  # the settings the command line applies (zoo/process_settings.py)
 
             source = zoo.recipes.DataSource(self.log, spec=str(self.spec_path))
             run = zoo.recipes.train("din", source, str(self.folder / "run"), epochs=1, batch_size=64,
@@ -92,6 +93,7 @@ class Fixture:
     def export(self):
         if self._export is None:
             import zoo
+            zoo.configure_process()  # the settings the command line applies (zoo/process_settings.py)
 
             path = self.folder / "export" / "1"
             zoo.export(self.preset, path, signature="raw")

@@ -589,6 +589,7 @@ def build_family(family, seed=0):
     import keras
 
     import zoo
+    zoo.configure_process()  # the settings the command line applies (zoo/process_settings.py)
     from tests.model_configs import SMALL
     from tests.testing import small_simulator
 

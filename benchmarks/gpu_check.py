@@ -42,6 +42,7 @@ def export_worker(spec):
     import tensorflow as tf
 
     import zoo
+    zoo.configure_process()  # the settings the command line applies (zoo/process_settings.py)
     from zoo.datasets import BehaviourSimulator
 
     for length in spec["lengths"]:

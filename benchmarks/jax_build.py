@@ -31,6 +31,7 @@ def build(model_name, scale, variant):
     import keras
 
     import zoo
+    zoo.configure_process()  # the settings the command line applies (zoo/process_settings.py)
     import zoo.layers.feature_embedding as feature_embedding
     from zoo.feature import Feature
     from zoo.schema import Schema

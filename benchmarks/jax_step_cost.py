@@ -36,6 +36,7 @@ def worker(backend, model_name, batch_size, length, steps, profile):
     import keras
 
     import zoo
+    zoo.configure_process()  # the settings the command line applies (zoo/process_settings.py)
     from backend_parity import hyperparameters
     from step_timing import train_step_seconds
     from zoo.datasets import BehaviourSimulator

@@ -30,6 +30,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 import zoo  # noqa: E402
+zoo.configure_process()  # the settings the command line applies (zoo/process_settings.py)
 from step_timing import train_step_seconds  # noqa: E402  (benchmarks/, the script's folder)
 from zoo.datasets import BehaviourSimulator  # noqa: E402
 

@@ -62,6 +62,7 @@ def main(argv=None):
     import json
 
     import zoo
+    zoo.configure_process()  # the settings the command line applies (zoo/process_settings.py)
 
     work = Path(args.work)
     train, later = write_team_log(work)

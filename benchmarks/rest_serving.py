@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 import zoo
+zoo.configure_process()  # the settings the command line applies (zoo/process_settings.py)
 from zoo.datasets import BehaviourSimulator
 
 

@@ -96,6 +96,7 @@ def keras_side(args):
     import numpy as np
 
     import zoo
+    zoo.configure_process()  # the settings the command line applies (zoo/process_settings.py)
 
     inputs = requests_for(args)
     export_dir = Path(args["export_dir"])
@@ -213,6 +214,7 @@ def raw_vs_id(args):
     import numpy as np
 
     import zoo
+    zoo.configure_process()  # the settings the command line applies (zoo/process_settings.py)
     from tests.impression_logs import impression_spec, write_impression_log
     from zoo.datasets import prepare
     from zoo.serving.request import build_request

@@ -59,6 +59,7 @@ def build(name, schema, jit_compile):
     import keras
 
     import zoo
+    zoo.configure_process()  # the settings the command line applies (zoo/process_settings.py)
 
     keras.utils.set_random_seed(0)
     model = zoo.get(name, schema=schema, **SIZES[name])

@@ -43,6 +43,7 @@ def cell(spec):
 
     import step_timing
     import zoo
+    zoo.configure_process()  # the settings the command line applies (zoo/process_settings.py)
     from zoo.feature import Feature
     from zoo.schema import Schema
 

@@ -157,6 +157,7 @@ def zoo_cell(spec):
     import tensorflow  # noqa: F401  (tf.data feeds every backend: its import is not preprocessing)
 
     import zoo
+    zoo.configure_process()  # the settings the command line applies (zoo/process_settings.py)
     from zoo.recipes.protocols import get_recipe
 
     source = zoo.recipes.DataSource(spec["csv"], spec=spec["spec"], seed=spec["seed"])

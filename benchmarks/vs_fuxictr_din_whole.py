@@ -54,6 +54,7 @@ def zoo_cell(spec):
 
     import backend_parity
     import zoo
+    zoo.configure_process()  # the settings the command line applies (zoo/process_settings.py)
     from vs_fuxictr_criteo import Phases
     from zoo.recipes.protocols import get_recipe
 

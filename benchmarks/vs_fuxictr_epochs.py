@@ -58,6 +58,7 @@ def zoo_cell(spec):
 
     import backend_parity
     import zoo
+    zoo.configure_process()  # the settings the command line applies (zoo/process_settings.py)
     from zoo.layers import feature_embedding
     fit_module = importlib.import_module("zoo.recipes.fit")  # (zoo.recipes.fit is also the function's name)
 

@@ -28,8 +28,9 @@ WHAT = "the rows given"
 
 
 def is_rows(value):
-    """Whether `value` is raw rows held in memory (not a path, not a batch in the input contract): a pandas
-    DataFrame, a pyarrow Table, a list of dicts, or a dict of columns."""
+    """Whether `value` has the shape of raw rows held in memory: a pandas DataFrame, a pyarrow Table, a
+    list of dicts, or a dict (of columns: a caller that also takes batches in the input contract tells a
+    batch's dict apart first, as ZooModel.raw_rows does)."""
     if type(value).__name__ == "DataFrame" and type(value).__module__.startswith("pandas"):
         return True
     if type(value).__module__.startswith("pyarrow") and type(value).__name__ in ("Table", "RecordBatch"):
@@ -70,20 +71,23 @@ def as_table(rows):
 
 
 def _time_text(array, time):
-    """A timestamp column as the text the spec's time format reads."""
+    """A timestamp column as the text the spec's time format reads (fractions of a second cut, as the
+    engine's reading of a time cuts them)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     fmt = time["format"]
     if fmt in ("unix_s", "unix_ms"):
-        seconds = pc.cast(array.cast(pa.timestamp("ms" if fmt == "unix_ms" else "s", tz=array.type.tz)), pa.int64())
-        return pc.cast(seconds, pa.string())
+        unit = "ms" if fmt == "unix_ms" else "s"
+        return pc.cast(pc.cast(pc.floor_temporal(array, unit="millisecond" if unit == "ms" else "second"),
+                               pa.timestamp(unit, tz=array.type.tz)), pa.int64()).cast(pa.string())
+    seconds = pc.cast(pc.floor_temporal(array, unit="second"), pa.timestamp("s", tz=array.type.tz))
     if fmt == "iso8601":
         if array.type.tz is not None:
-            utc = array.cast(pa.timestamp("s", tz="UTC"))
+            utc = pc.cast(seconds, pa.timestamp("s", tz="UTC"))
             return pc.binary_join_element_wise(pc.strftime(utc, format="%Y-%m-%dT%H:%M:%S"), "Z", "")
-        return pc.strftime(array.cast(pa.timestamp("s")), format="%Y-%m-%dT%H:%M:%S")
-    return pc.strftime(array, format=fmt)
+        return pc.strftime(pc.cast(seconds, pa.timestamp("s")), format="%Y-%m-%dT%H:%M:%S")
+    return pc.strftime(seconds, format=fmt)
 
 
 def _text_columns(table, spec):
@@ -126,6 +130,10 @@ def write(rows, spec, path):
     if source["format"] == "jsonl":
         import json
 
+        time = spec.get("time")
+        if time and time["column"] in table.column_names and pa.types.is_timestamp(table.schema.field(time["column"]).type):
+            at = table.column_names.index(time["column"])
+            table = table.set_column(at, time["column"], _time_text(table.column(at).combine_chunks(), time))
         with open(path, "w", encoding="utf-8") as stream:
             for row in table.to_pylist():
                 stream.write(json.dumps(row, default=str) + "\n")

@@ -42,8 +42,8 @@ class InMemoryRowsTest(TestCase):
     def test_a_timestamp_is_written_in_the_specs_time_format(self):
         import pyarrow as pa
 
-        times = pa.array([1_709_280_000, 1_709_366_401], pa.timestamp("s", tz="UTC"))
-        for fmt, expected in (("unix_s", ["1709280000", "1709366401"]), ("unix_ms", ["1709280000000", "1709366401000"]),
+        times = pa.array([1_709_280_000_123, 1_709_366_401_999], pa.timestamp("ms", tz="UTC"))  # (fractions cut)
+        for fmt, expected in (("unix_s", ["1709280000", "1709366401"]), ("unix_ms", ["1709280000123", "1709366401999"]),
                               ("%d/%m/%Y %H:%M", ["01/03/2024 08:00", "02/03/2024 08:00"])):
             spec = dict(SPEC, time={"column": "ts", "format": fmt})
             self.assertEqual(self.written(pa.table({"ts": times}), spec)[1:], [[e] for e in expected])
@@ -74,3 +74,15 @@ class InMemoryRowsTest(TestCase):
     def test_errors_name_the_rows_position(self):
         message = in_memory.renamed("/tmp/x/rows.csv, line 7: column 'ts' is bad in /tmp/x/rows.csv", "/tmp/x/rows.csv", 2)
         self.assertEqual(message, "row 5 of the rows given: column 'ts' is bad in the rows given")
+
+    def test_a_json_lines_spec_gets_its_times_in_its_format(self):
+        import json
+
+        import pyarrow as pa
+
+        spec = dict(SPEC, source={"format": "jsonl"}, time={"column": "ts", "format": "unix_s"})
+        path = os.path.join(self.get_temp_dir(), "rows.jsonl")
+        rows = pa.table({"ts": pa.array([1_709_280_000_500], pa.timestamp("ms", tz="UTC")), "item": ["i1"]})
+        self.assertEqual(in_memory.write(rows, spec, path), 1)
+        with open(path, encoding="utf-8") as f:
+            self.assertEqual(json.loads(f.readline()), {"ts": "1709280000", "item": "i1"})

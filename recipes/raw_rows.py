@@ -99,21 +99,30 @@ def score_rows(model, rows, *, history_from=None, batch_size=1024, verbose=1):
     with preprocessor.reading(rows) as (path, cache_dir, count):
         processed = preprocessor.processed(path, history_from=history_from, cache_dir=cache_dir)
         scores, lines, labels = _scored(model, processed, batch_size, with_labels=True, verbose=verbose)
-        first = _first_line(preprocessor)
-    order = np.argsort(lines, kind="stable")  # file order
-    scores, lines, labels = scores[order], lines[order], labels[order]
-    labeled = processed.info.get("labeled", True)
+        order = np.argsort(lines, kind="stable")  # file order (read here: `lines` maps a file of the read)
+        scores, lines, labels = scores[order], np.array(lines[order]), labels[order]
+        info = processed.info if count is None else _renamed(processed.info, path, _first_line(preprocessor))
+    labeled = info.get("labeled", True)
     if count is not None:  # rows in memory: by position
-        positions = lines - first
+        positions = lines - _first_line(preprocessor)
         aligned, aligned_labels = np.full(count, np.nan, np.float32), np.full(count, np.nan, np.float32)
         aligned[positions], aligned_labels[positions] = scores, labels
         if len(positions) < count:
             import warnings
 
             warnings.warn(f"{count - len(positions)} of {count} rows given were not scored (NaN): "
-                          f"{processed.info.get('repairs')}", stacklevel=3)
-        return ScoredRows(aligned, np.arange(count), aligned_labels if labeled else None, processed.info)
-    return ScoredRows(scores, lines, labels if labeled else None, processed.info)
+                          f"{info.get('repairs')}", stacklevel=3)
+        return ScoredRows(aligned, np.arange(count), aligned_labels if labeled else None, info)
+    return ScoredRows(scores, lines, labels if labeled else None, info)
+
+
+def _renamed(info, path, first):
+    """A reading's info with the temporary file of rows held in memory named as them (in_memory.renamed)."""
+    import json
+
+    from zoo.datasets import in_memory
+
+    return json.loads(in_memory.renamed(json.dumps(info), path, first))
 
 
 def _first_line(preprocessor):
@@ -191,8 +200,12 @@ def _against_baselines(preprocessor, path, history_from, predicted, cache_dir=No
 
     spec = preprocessor.spec
     files = [f for earlier in history_from for f in spec_reading.source_files(earlier, spec["source"]["format"])]
-    rows = split_arrays(preprocessor.processed(path, history_from=history_from, cache_dir=cache_dir), "all")
+    processed = preprocessor.processed(path, history_from=history_from, cache_dir=cache_dir)
+    order = np.argsort(processed.source_lines("all"), kind="stable")  # the scored rows' order: the file's
+    rows = {name: np.asarray(values)[order] for name, values in split_arrays(processed, "all").items()}
     labels, scores, _ = predicted
+    if not np.array_equal(np.asarray(labels).reshape(-1), rows["labels"].reshape(-1)):
+        raise ValueError("the rows scored are not the baselines' rows in order")
     try:
         return compare(labels, scores, baseline_scores(read_keys(spec, files), rows))
     except ZooError:  # too few rows of both classes

@@ -181,7 +181,10 @@ class RawRowsThroughTheModelTest(TestCase):
             self.assertAlmostEqual(report[key], shown[key], places=6)
         self.assertEqual(report["rows"], 60)
         self.assertEqual(report["data"]["path"], "60 rows given in memory")
-        self.assertIn("baselines", report)
+        # the baselines stand on the same rows in the same order (evaluate refuses otherwise): the file's report
+        from_file = model.evaluate(self.later, history_from=self.log, verbose=0)
+        self.assertEqual(report["baselines"], from_file["baselines"])
+        self.assertGreater(len(report["baselines"]["rows"]), 1)
 
     def test_a_row_the_reading_drops_scores_nan_and_is_counted(self):
         import pandas
@@ -198,6 +201,8 @@ class RawRowsThroughTheModelTest(TestCase):
             scores = model.predict(rows, verbose=0)
         self.assertTrue(np.isnan(scores[7]))
         self.assertEqual(int(np.isnan(scores).sum()), 1)
+        # the other rows score as the rows without it do (a dropped row is no one's history either)
+        np.testing.assert_array_equal(np.delete(scores, 7), model.predict(rows.drop(index=7), verbose=0))
 
     def test_bad_rows_are_refused_in_one_line(self):
         import pandas
@@ -210,6 +215,12 @@ class RawRowsThroughTheModelTest(TestCase):
             model.predict({"user_id": ["u1", "u2"], "item_id": ["i1"]}, verbose=0)
         with self.assertRaisesRegex(zoo.ZooError, "history_from is a path or a list of paths"):
             model.predict(rows, history_from=3, verbose=0)
+        with self.assertRaisesRegex(zoo.ZooError, "takes no steps or callbacks"):
+            model.predict(rows, steps=2)
+        with self.assertRaisesRegex(zoo.ZooError, "takes no return_dict"):
+            model.evaluate(rows, return_dict=True)
+        with self.assertRaisesRegex(zoo.ZooError, "verbose is 'loud'"):
+            model.predict(rows, verbose="loud")
         with self.assertRaisesRegex(zoo.ZooError, "history_from goes with raw rows"):
             features, _ = model.preprocessor.processed(self.later).take("all", np.arange(2))
             model.predict(features, history_from=self.log)
@@ -236,3 +247,8 @@ class RawRowsThroughTheModelTest(TestCase):
         np.testing.assert_array_equal(labels, clicked)
         scores = np.concatenate([np.asarray(model.predict(x, verbose=0)).reshape(-1) for x, _ in dataset])
         np.testing.assert_allclose(scores, model.predict(self.later, history_from=self.log, verbose=0), atol=1e-6)
+        from zoo.datasets.pipeline import make_dataset
+
+        processed = model.preprocessor.processed(self.later)
+        with self.assertRaisesRegex(zoo.ZooError, "order is a permutation of the split's rows, without shuffle"):
+            make_dataset(processed, "all", shuffle=True, order=np.arange(60))

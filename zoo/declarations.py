@@ -40,13 +40,12 @@ def _declared(name, classes):
     attributes = {target.id: statement.value for statement in node.body if isinstance(statement, ast.Assign)
                   for target in statement.targets if isinstance(target, ast.Name)}
     init = next((s for s in node.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+    parent = next((base.id for base in node.bases if isinstance(base, ast.Name) and base.id in classes), None)
+    declared = _declared(parent, classes) if parent else {"hyperparameters": [], "required": ()}
     if init is not None:
         arguments = init.args
         names = [a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs][1:]  # (not self)
-        declared = {"hyperparameters": names, "required": ()}
-    else:
-        parent = next((base.id for base in node.bases if isinstance(base, ast.Name) and base.id in classes), None)
-        declared = _declared(parent, classes) if parent else {"hyperparameters": [], "required": ()}
+        declared = dict(declared, hyperparameters=names)
     if "required" in attributes:
         declared = dict(declared, required=tuple(ast.literal_eval(attributes["required"])))
     return declared

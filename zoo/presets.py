@@ -145,6 +145,7 @@ MAX_PARAMETERS = budget.BUDGET["parameters"]  # a config building more weights (
 
 
 def _did_you_mean(names, known):
+    """zoo.hyperparameters.did_you_mean (imported here: the registry's modules load it lazily)."""
     import zoo.hyperparameters as hyperparameters
 
     return hyperparameters.did_you_mean(names, known)

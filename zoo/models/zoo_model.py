@@ -66,7 +66,11 @@ def _variant_init(cls):
 
 def _verbose(verbose):
     """Keras' verbose ("auto", None, 0, 1, 2) as the raw-row readers' (1 a progress bar, 2 a line, 0 none)."""
-    return 1 if verbose in ("auto", None) else int(verbose)
+    if verbose in ("auto", None):
+        return 1
+    if verbose not in (0, 1, 2) or isinstance(verbose, float):
+        raise ZooError(f"verbose is {verbose!r}; it must be 'auto', 0, 1 or 2")
+    return int(verbose)
 
 
 def _is_tensor(value):
@@ -206,8 +210,9 @@ class ZooModel(backend_kernels.RowSteps, keras.Model):
     def fit(self, x=None, y=None, *args, history_from=None, **kwargs):
         """keras.Model.fit. Raw rows (a path, a pandas DataFrame, a pyarrow Table, a dict of columns or a list
         of dicts; `raw_rows`) go through the model's preprocessor with its fitted vocabularies
-        (zoo.recipes.raw_rows.training_data: shuffled, `batch_size` rows a batch, default 1024;
-        `validation_data` may be raw rows too; `history_from`: earlier logs for the rows' histories).
+        (zoo.recipes.raw_rows.training_data: shuffled by `seed` (default 0; `shuffle=False` keeps their
+        order), `batch_size` rows a batch, default 1024; `validation_data` may be raw rows too;
+        `history_from`: earlier logs for the rows' histories).
         Data in the contract is guarded as `predict`'s is (see `guarded_source`): a bad value in a batch is
         one ZooError line naming the key, never a backend traceback or a silent NaN."""
         if self.raw_rows(x):
@@ -237,6 +242,9 @@ class ZooModel(backend_kernels.RowSteps, keras.Model):
 
             if y is not None or args:
                 raise ZooError("raw rows carry their labels: evaluate(rows) takes no y")
+            ignored = sorted(set(kwargs) - {"batch_size", "verbose"})
+            if ignored:
+                raise ZooError(f"evaluate(rows) gives the metrics report and takes no {', '.join(ignored)}")
             return evaluate_rows(self, x, history_from=history_from, report_path=report_path, plots_dir=plots_dir,
                                  batch_size=kwargs.get("batch_size") or 1024, verbose=_verbose(kwargs.get("verbose")))
         if history_from is not None or report_path is not None or plots_dir is not None:
@@ -313,6 +321,8 @@ class ZooModel(backend_kernels.RowSteps, keras.Model):
         if self.raw_rows(x):
             from zoo.recipes.raw_rows import score_rows
 
+            if steps is not None or callbacks is not None:
+                raise ZooError("raw rows are scored whole: predict(rows) takes no steps or callbacks")
             return score_rows(self, x, history_from=history_from, batch_size=batch_size or 1024,
                               verbose=_verbose(verbose)).scores
         if history_from is not None:
