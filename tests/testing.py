@@ -53,15 +53,22 @@ def jax_compile_messages(function):
     return result, messages
 
 
+def fresh_output(code, backend, cleared=(), args=(), **env):
+    """(stdout, stderr) of `code` run in a fresh interpreter under `backend` (with `args`), the variables in
+    `cleared` taken out of this process's environment and `env` added; a failure raises with its stderr."""
+    environment = {k: v for k, v in os.environ.items() if k not in cleared}
+    environment.update(KERAS_BACKEND=backend, PYTHONPATH=str(ROOT), **env)
+    done = subprocess.run([sys.executable, "-c", code, *args], env=environment, capture_output=True, text=True,
+                          timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout, done.stderr
+
+
 def fresh_report(code, backend, cleared=(), **env):
     """The JSON last line `code` prints in a fresh interpreter under `backend`, the variables in `cleared`
-    taken out of this process's environment and `env` added (what `import zoo` sets is then its own)."""
-    environment = {k: v for k, v in os.environ.items() if k not in cleared}
-    environment.update(KERAS_BACKEND=backend, PYTHONPATH=str(ROOT), TF_CPP_MIN_LOG_LEVEL="3", **env)
-    done = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True,
-                          timeout=300, cwd=ROOT)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    taken out of this process's environment and `env` added (what the code sets is then its own)."""
+    out, _ = fresh_output(code, backend, cleared, **dict({"TF_CPP_MIN_LOG_LEVEL": "3"}, **env))
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def run_python(code, backend, timeout=600):

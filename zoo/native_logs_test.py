@@ -1,11 +1,8 @@
-import os
-import subprocess
-import sys
 import unittest
 
 import keras
 
-from tests.testing import ROOT, TestCase
+from tests.testing import TestCase, fresh_output
 from zoo import native_logs
 
 # A fresh interpreter that loads a spec log's training split and builds a model from Python (TF_CPP_MIN_LOG_LEVEL
@@ -32,12 +29,8 @@ class NativeLogsTest(TestCase):
     """No TensorFlow start-up line reaches the terminal from the Python API; everything else does."""
 
     def run_api(self, backend, **env):
-        environment = {k: v for k, v in os.environ.items() if k not in ("TF_CPP_MIN_LOG_LEVEL", "ZOO_NATIVE_LOGS")}
-        environment.update(KERAS_BACKEND=backend, PYTHONPATH=str(ROOT), ZOO_DATA_CACHE=self.get_temp_dir(), **env)
-        result = subprocess.run([sys.executable, "-c", CODE, self.get_temp_dir()], env=environment,
-                                capture_output=True, text=True, timeout=600, cwd=ROOT)
-        self.assertEqual(result.returncode, 0, result.stderr[-3000:])
-        return result.stdout, result.stderr
+        return fresh_output(CODE, backend, ("TF_CPP_MIN_LOG_LEVEL", "ZOO_NATIVE_LOGS"), args=(self.get_temp_dir(),),
+                            ZOO_DATA_CACHE=self.get_temp_dir(), **env)
 
     def test_the_start_up_lines_are_dropped_under_jax_and_torch(self):
         # (under TensorFlow, `import zoo` imports it as Keras' backend, before configure_process can run)

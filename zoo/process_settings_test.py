@@ -1,12 +1,9 @@
 import json
-import os
-import subprocess
-import sys
 import unittest
 
 import keras
 
-from tests.testing import ROOT, TestCase
+from tests.testing import TestCase, fresh_output
 
 # A fresh interpreter: the backend loaded first (as Keras loads it), then `import zoo`; what changed between,
 # and what zoo.configure_process() then sets.
@@ -32,12 +29,7 @@ class ImportChangesNothingTest(TestCase):
         cleared = ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS",
                    "JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "ZOO_THREADS",
                    "ZOO_JAX_CACHE", "ZOO_NATIVE_LOGS", "TF_CPP_MIN_LOG_LEVEL")
-        environment = {k: v for k, v in os.environ.items() if k not in cleared}
-        environment.update(KERAS_BACKEND=backend, PYTHONPATH=str(ROOT), XDG_CACHE_HOME=self.get_temp_dir())
-        done = subprocess.run([sys.executable, "-c", CODE], env=environment, capture_output=True, text=True,
-                              timeout=300, cwd=ROOT)
-        self.assertEqual(done.returncode, 0, done.stderr[-3000:])
-        return done.stdout, done.stderr
+        return fresh_output(CODE, backend, cleared, XDG_CACHE_HOME=self.get_temp_dir())
 
     def test_import_zoo_prints_nothing_and_changes_no_setting_under_jax_and_torch(self):
         for backend in ("jax", "torch"):
