@@ -52,7 +52,7 @@ class DCNV2Test(TestCase):
             ({"num_cross_layers": 0}, "num_cross_layers is 0"),
             ({"projection_dim": -2}, "projection_dim is -2"),
             ({"structure": "mixed"}, "structure is 'mixed'; it must be one of 'stacked', 'parallel'"),
-            ({"mlp_units": (8, -1)}, r"mlp_units is \(8, -1\)"),
+            ({"mlp_units": (8, -1)}, r"mlp_units is -1 \(in \(8, -1\)\)"),
             ({"dice_momentum": -0.1}, "dice_momentum is -0.1"),
         ):
             with self.subTest(**kwargs), self.assertRaisesRegex(ZooError, f"dcnv2 hyperparameters: {message}"):

@@ -29,7 +29,7 @@ class DeepFMTest(TestCase):
     def test_bad_hyperparameters(self):
         schema = small_simulator().schema
         for kwargs, message in (
-            ({"mlp_units": (8, 0)}, r"mlp_units is \(8, 0\)"),
+            ({"mlp_units": (8, 0)}, r"mlp_units is 0 \(in \(8, 0\)\)"),
             ({"mlp_units": "wide"}, "mlp_units is 'wide'"),
             ({"dice_momentum": 1.0}, "dice_momentum is 1.0"),
         ):

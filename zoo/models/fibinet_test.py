@@ -35,7 +35,7 @@ class FiBiNETTest(TestCase):
                 {"bilinear_type": "field_all"},
                 "bilinear_type is 'field_all'; it must be one of 'field-all', 'field-each', 'field-interaction'",
             ),
-            ({"mlp_units": (8, 0)}, r"mlp_units is \(8, 0\)"),
+            ({"mlp_units": (8, 0)}, r"mlp_units is 0 \(in \(8, 0\)\)"),
             ({"dice_momentum": 1.5}, "dice_momentum is 1.5"),
         ):
             with self.subTest(**kwargs), self.assertRaisesRegex(ZooError, f"fibinet hyperparameters: {message}"):

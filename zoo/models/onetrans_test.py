@@ -33,7 +33,7 @@ class OneTransTest(TestCase):
             ({"width": 10, "num_heads": 4}, "width 10 is not divisible by num_heads 4"),
             ({"num_ns_tokens": 0}, "num_ns_tokens is 0"),
             ({"num_layers": -1}, "num_layers is -1"),
-            ({"mlp_units": (8, 0)}, r"onetrans hyperparameters: mlp_units is \(8, 0\)"),
+            ({"mlp_units": (8, 0)}, r"onetrans hyperparameters: mlp_units is 0 \(in \(8, 0\)\)"),
         ):
             with self.assertRaisesRegex(ZooError, message):
                 zoo.get("onetrans", schema=schema, **{**SMALL, **kwargs})

@@ -37,7 +37,7 @@ class TokenMixerLargeTest(TestCase):
             ({"inter_residual_interval": 0}, "inter_residual_interval is 0"),
             ({"num_layers": 0}, "num_layers is 0"),
             ({"expansion": -2}, "expansion is -2"),
-            ({"attention_units": (0,)}, r"tokenmixer_large hyperparameters: attention_units is \(0,\)"),
+            ({"attention_units": (0,)}, r"tokenmixer_large hyperparameters: attention_units is 0 \(in \(0,\)\)"),
         ):
             with self.assertRaisesRegex(ZooError, message):
                 zoo.get("tokenmixer_large", schema=schema, **{**SMALL, **kwargs})

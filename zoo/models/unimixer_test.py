@@ -30,7 +30,7 @@ class UniMixerTest(TestCase):
             ({"temperature": 0.0}, "temperature is 0.0"),
             ({"sinkhorn_iterations": 0}, "sinkhorn_iterations is 0"),
             ({"width": -4}, "width is -4"),
-            ({"mlp_units": (0,)}, r"unimixer hyperparameters: mlp_units is \(0,\)"),
+            ({"mlp_units": (0,)}, r"unimixer hyperparameters: mlp_units is 0 \(in \(0,\)\)"),
         ):
             with self.assertRaisesRegex(ZooError, message):
                 zoo.get("unimixer", schema=schema, **{**SMALL, **kwargs})
