@@ -22,6 +22,7 @@ import os
 import re
 import tempfile
 
+from zoo.datasets import spec_reading
 from zoo.errors import ZooError
 
 WHAT = "the rows given"
@@ -90,27 +91,35 @@ def _time_text(array, time):
     return pc.strftime(seconds, format=fmt)
 
 
+def _timed(table, spec):
+    """`table` with its time column, when it holds timestamps, as the text of the spec's time format."""
+    import pyarrow as pa
+
+    time = spec.get("time")
+    if not time or time["column"] not in table.column_names:
+        return table
+    at = table.column_names.index(time["column"])
+    array = table.column(at).combine_chunks()
+    return table.set_column(at, time["column"], _time_text(array, time)) if pa.types.is_timestamp(array.type) else table
+
+
 def _text_columns(table, spec):
     """{name: text array} of every column, written as the engine reads a file's text (module docstring)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from zoo.datasets.spec_reading import as_text
-
-    time = spec.get("time")
+    table = _timed(table, spec)
     columns = {}
     for name in table.column_names:
         array = table.column(name).combine_chunks()
-        if pa.types.is_timestamp(array.type) and time and name == time["column"]:
-            array = _time_text(array, time)
-        elif pa.types.is_list(array.type) or pa.types.is_large_list(array.type):
+        if pa.types.is_list(array.type) or pa.types.is_large_list(array.type):
             separator = spec["columns"].get(name, {}).get("separator")
             if separator is None:
                 raise ZooError(f"{WHAT}: column '{name}' holds lists, which the preset's spec does not read as a list "
                                "(no separator): give it as text")
             lists = pc.fill_null(array, pa.scalar([], array.type)).cast(pa.list_(pa.string()))
             array = pc.binary_join(lists, separator)
-        columns[name] = as_text(array)
+        columns[name] = spec_reading.as_text(array)
     return columns
 
 
@@ -130,12 +139,8 @@ def write(rows, spec, path):
     if source["format"] == "jsonl":
         import json
 
-        time = spec.get("time")
-        if time and time["column"] in table.column_names and pa.types.is_timestamp(table.schema.field(time["column"]).type):
-            at = table.column_names.index(time["column"])
-            table = table.set_column(at, time["column"], _time_text(table.column(at).combine_chunks(), time))
         with open(path, "w", encoding="utf-8") as stream:
-            for row in table.to_pylist():
+            for row in _timed(table, spec).to_pylist():
                 stream.write(json.dumps(row, default=str) + "\n")
         return table.num_rows
     columns = _text_columns(table, spec)
@@ -167,12 +172,6 @@ def write(rows, spec, path):
     return table.num_rows
 
 
-def first_line(spec):
-    """The line number the engine gives the first row of a file of `spec` (spec_reading.read_chunks)."""
-    source = spec["source"]
-    return 2 if source["format"] == "csv" and source["header"] else 1
-
-
 @contextlib.contextmanager
 def rows_file(rows, spec):
     """(path, cache folder, number of rows) of `rows` written in a temporary folder (`write`), removed on
@@ -185,7 +184,7 @@ def rows_file(rows, spec):
         try:
             yield path, os.path.join(folder, "cache"), count
         except ZooError as error:
-            raise ZooError(renamed(str(error), path, first_line(spec))) from None
+            raise ZooError(renamed(str(error), path, spec_reading.first_row_line(spec["source"]))) from None
     finally:
         import shutil
 
@@ -196,3 +195,15 @@ def renamed(message, path, first):
     """`message` with the temporary file's "PATH, line N" as the row's position and PATH as WHAT."""
     message = re.sub(re.escape(path) + r", line (\d+)", lambda m: f"row {int(m.group(1)) - first} of {WHAT}", message)
     return message.replace(path, WHAT)
+
+
+def positions(lines, spec):
+    """The 0-based positions among the rows given of the temporary file's `lines`."""
+    return lines - spec_reading.first_row_line(spec["source"])
+
+
+def renamed_info(info, path, spec):
+    """A reading's info (JSON-like) with the temporary file `path` named as the rows given (`renamed`)."""
+    import json
+
+    return json.loads(renamed(json.dumps(info), path, spec_reading.first_row_line(spec["source"])))

@@ -26,8 +26,6 @@ import contextlib
 import os
 from pathlib import Path
 
-import numpy as np
-
 from zoo.datasets import fitted, in_memory
 from zoo.errors import ZooError
 from zoo.schema import Schema
@@ -93,7 +91,7 @@ class Preprocessor:
         from zoo.datasets.pipeline import make_dataset
 
         processed = self.processed(path, history_from=history_from, cache_dir=cache_dir, verbose=verbose)
-        order = None if shuffle else np.argsort(processed.source_lines("all"), kind="stable")  # (the engine's: user, time)
+        order = None if shuffle else processed.source_order("all")  # (the engine's own order: user, time)
         dataset, _ = make_dataset(processed, "all", batch_size=batch_size, shuffle=shuffle, seed=seed, order=order)
         return dataset, dict(processed.info, rows=processed.rows)
 

@@ -264,6 +264,17 @@ class DataSpec:
         return json.dumps(self.to_dict(), indent=2)
 
     # ------------------------------------------------------------------ queries
+    def positions(self):
+        """{list column: its number of position columns} of the per-position lists (`positions`)."""
+        return {name: options["positions"] for name, options in self.columns.items() if options.get("positions")}
+
+    def check_file(self, path, optional=()):
+        """Refuses, in one line, a file (its header) that lacks a column this spec reads, other than `optional`
+        (spec_reading.check_columns)."""
+        from zoo.datasets import spec_reading
+
+        spec_reading.check_columns(path, self.source, self.read_columns(), optional, self.positions())
+
     def read_columns(self):
         """Every column the engine reads from the file, in a fixed order."""
         names = []

@@ -148,8 +148,7 @@ def _file_parts(spec, index, path, scoring, repairs, only=None, block_bytes=None
     wanted = spec.read_columns() if only is None else [name for name in spec.read_columns() if name in only]
     if not wanted:  # rows counted without a column of the spec's: the file's first, as text (none: every one)
         wanted = spec_reading.file_columns(path, spec.source)[:1]
-    positional = {name: o["positions"] for name, o in spec.columns.items()
-                  if o.get("positions") and (only is None or name in only)}
+    positional = {name: count for name, count in spec.positions().items() if only is None or name in only}
     present, expanded = spec_reading.check_columns(path, spec.source, wanted, optional, positional)
     present = present + [column for columns in expanded.values() for column in columns]
     labeled = label_column is None or label_column in present

@@ -167,6 +167,11 @@ def check_columns(path, source, wanted, optional=(), positional=None):
     return [name for name in wanted if name in have and name not in positional], expanded
 
 
+def first_row_line(source):
+    """The line number a file of `source` gives its first row (a CSV's header is line 1)."""
+    return 2 if source["format"] == "csv" and source["header"] else 1
+
+
 def read_chunks(path, source, columns, repairs, block_bytes=None):
     """Yields the `Chunk`s of one file holding `columns`; counts its rows in `repairs.read`. `block_bytes`
     (default BLOCK_BYTES): CSV and JSON blocks (pyarrow parses some 30 blocks ahead of the caller)."""
@@ -174,7 +179,7 @@ def read_chunks(path, source, columns, repairs, block_bytes=None):
     import pyarrow as pa
 
     fmt = source["format"]
-    line = 2 if fmt == "csv" and source["header"] else 1
+    line = first_row_line(source)
     if fmt == "csv":
         import pyarrow.csv as pcsv
 

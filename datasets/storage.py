@@ -222,6 +222,11 @@ class _Processed:
             raise ZooError(f"split '{split}' keeps no source lines (only the split 'all' of a scoring-mode read does)")
         return np.asarray(self._load(f"{split}.line"))
 
+    def source_order(self, split):
+        """The split's sample indices in the raw file's order (argsort of `source_lines`, stable): the order a
+        scoring-mode read's rows had in the file."""
+        return np.argsort(self.source_lines(split), kind="stable")
+
     def preprocessing(self):
         """The fitted preprocessing state (a dict, see zoo.datasets.fitted) of this data set's fit."""
         from zoo.datasets import fitted

@@ -95,16 +95,18 @@ def score_rows(model, rows, *, history_from=None, batch_size=1024, verbose=1):
     names how many, and why: info["repairs"]). `history_from`: earlier logs whose rows build the
     histories and running statistics of these rows, not scored (Preprocessor.processed). `verbose`: 1 a
     progress bar over the rows, 2 one line at the end, 0 nothing."""
+    from zoo.datasets import in_memory
+
     model, preprocessor = with_preprocessor(model)
     with preprocessor.reading(rows) as (path, cache_dir, count):
         processed = preprocessor.processed(path, history_from=history_from, cache_dir=cache_dir)
         scores, lines, labels = _scored(model, processed, batch_size, with_labels=True, verbose=verbose)
-        order = np.argsort(lines, kind="stable")  # file order (read here: `lines` maps a file of the read)
+        order = processed.source_order("all")  # file order (read here: `lines` maps a file of the read)
         scores, lines, labels = scores[order], np.array(lines[order]), labels[order]
-        info = processed.info if count is None else _renamed(processed.info, path, _first_line(preprocessor))
+        info = processed.info if count is None else in_memory.renamed_info(processed.info, path, preprocessor.spec)
     labeled = info.get("labeled", True)
     if count is not None:  # rows in memory: by position
-        positions = lines - _first_line(preprocessor)
+        positions = in_memory.positions(lines, preprocessor.spec)
         aligned, aligned_labels = np.full(count, np.nan, np.float32), np.full(count, np.nan, np.float32)
         aligned[positions], aligned_labels[positions] = scores, labels
         if len(positions) < count:
@@ -114,21 +116,6 @@ def score_rows(model, rows, *, history_from=None, batch_size=1024, verbose=1):
                           f"{info.get('repairs')}", stacklevel=3)
         return ScoredRows(aligned, np.arange(count), aligned_labels if labeled else None, info)
     return ScoredRows(scores, lines, labels if labeled else None, info)
-
-
-def _renamed(info, path, first):
-    """A reading's info with the temporary file of rows held in memory named as them (in_memory.renamed)."""
-    import json
-
-    from zoo.datasets import in_memory
-
-    return json.loads(in_memory.renamed(json.dumps(info), path, first))
-
-
-def _first_line(preprocessor):
-    from zoo.datasets import in_memory
-
-    return in_memory.first_line(preprocessor.spec) if preprocessor.spec is not None else 1
 
 
 def evaluate_rows(model, rows, *, held_out="test", history_from=None, report_path=None, plots_dir=None,
@@ -201,7 +188,7 @@ def _against_baselines(preprocessor, path, history_from, predicted, cache_dir=No
     spec = preprocessor.spec
     files = [f for earlier in history_from for f in spec_reading.source_files(earlier, spec["source"]["format"])]
     processed = preprocessor.processed(path, history_from=history_from, cache_dir=cache_dir)
-    order = np.argsort(processed.source_lines("all"), kind="stable")  # the scored rows' order: the file's
+    order = processed.source_order("all")  # the scored rows' order: the file's
     rows = {name: np.asarray(values)[order] for name, values in split_arrays(processed, "all").items()}
     labels, scores, _ = predicted
     if not np.array_equal(np.asarray(labels).reshape(-1), rows["labels"].reshape(-1)):

@@ -728,7 +728,6 @@ def _precheck_preset_rows(args):
     labelled = args.command in ("evaluate", "calibrate")
     rows = getattr(args, "file", None) if not labelled else (None if args.data == "simulator" else args.data)
     label = spec.label.get("column")
-    positional = {n: o["positions"] for n, o in spec.columns.items() if o.get("positions")}
     for path, optional in [(rows, () if labelled or not label else (label,))] + [
             (earlier, (label,) if label else ()) for earlier in getattr(args, "history_from", None) or []]:
         if path is None:
@@ -738,7 +737,7 @@ def _precheck_preset_rows(args):
         except ZooError:
             continue  # (a missing path was refused above; a folder of other files is the reader's to say)
         for file in files:
-            spec_reading.check_columns(file, spec.source, spec.read_columns(), optional, positional)
+            spec.check_file(file, optional)
 
 
 def _precheck_spec(spec_path, data):
@@ -752,8 +751,7 @@ def _precheck_spec(spec_path, data):
     if data == "simulator":
         raise ZooError("--spec reads your log: give it as --data FILE")
     for file in spec_reading.source_files(data, spec.source["format"]):  # training reads labels: none is optional
-        spec_reading.check_columns(file, spec.source, spec.read_columns(),
-                                   positional={n: o["positions"] for n, o in spec.columns.items() if o.get("positions")})
+        spec.check_file(file)
 
 
 def main(argv=None):

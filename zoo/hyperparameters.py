@@ -111,14 +111,19 @@ def rule_of(name, required=()):
     return dataclasses.replace(rule, optional=False) if rule is not None and name in required else rule
 
 
-def overrides(model, values, names, required=()):
-    """Refuses, in one line, hyperparameter `values` (name -> value) that `model` (its registered name) does not
-    take (`names`: its hyperparameters) or whose value is outside its rule; the check `declared` makes, for
-    the command line's `--set` before a backend loads."""
+def check_names(model, values, names):
+    """Refuses, in one line, a name of `values` that `model` (its registered name) does not take (`names`)."""
     unknown = sorted(set(values) - set(names))
     if unknown:
         raise ZooError(f"{model} has no hyperparameter {', '.join(unknown)} (hyperparameters: {', '.join(names)})"
                        f"{did_you_mean(unknown, names)}")
+
+
+def overrides(model, values, names, required=()):
+    """Refuses, in one line, hyperparameter `values` (name -> value) that `model` (its registered name) does not
+    take (`names`: its hyperparameters) or whose value is outside its rule; the checks `zoo.get` and
+    `declared` make, for the command line's `--set` before a backend loads."""
+    check_names(model, values, names)
     declared(f"{model} hyperparameters", values, required)
 
 

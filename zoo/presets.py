@@ -40,6 +40,7 @@ from pathlib import Path
 import keras
 
 import zoo.budget as budget
+import zoo.hyperparameters as rules
 from zoo import registry
 from zoo.errors import ZooError
 
@@ -144,13 +145,6 @@ def read_metadata(directory):
 MAX_PARAMETERS = budget.BUDGET["parameters"]  # a config building more weights (4 GB in float32) is refused
 
 
-def _did_you_mean(names, known):
-    """zoo.hyperparameters.did_you_mean (imported here: the registry's modules load it lazily)."""
-    import zoo.hyperparameters as hyperparameters
-
-    return hyperparameters.did_you_mean(names, known)
-
-
 def build(entry, config, *, source):
     """Constructs a registered model from plain hyperparameters; bad values become one line. Every value is
     checked against its rule (zoo.hyperparameters, by ZooModel before the model's code runs), and the
@@ -164,7 +158,7 @@ def build(entry, config, *, source):
     if unknown:
         raise ZooError(
             f"{source}: invalid configuration for '{entry.name}': unknown hyperparameter(s) {', '.join(unknown)}"
-            f"{_did_you_mean(unknown, known)}"
+            f"{rules.did_you_mean(unknown, known)}"
         )
     with guards.parameter_budget(MAX_PARAMETERS) as budget:
         try:
@@ -474,13 +468,7 @@ def get(name, schema=None, preset=None, weights="default", **hyperparameters):
         shipped = _shipped()
         model_name = shipped[name][0] if name in shipped and name not in registry.names() else name
         item = registry.entry(model_name)
-        known = item.cls.hyperparameter_names()
-        unknown = sorted(set(hyperparameters) - set(known))
-        if unknown:
-            raise ZooError(
-                f"{model_name} has no hyperparameter {', '.join(unknown)} "
-                f"(hyperparameters: {', '.join(known)}){_did_you_mean(unknown, known)}"
-            )
+        rules.check_names(model_name, hyperparameters, item.cls.hyperparameter_names())
         if schema is None:
             raise ZooError(
                 f"hyperparameters build a fresh {model_name} from its class defaults: pass schema=... too "
