@@ -138,13 +138,22 @@ def evaluate_rows(model, rows, *, held_out="test", history_from=None, report_pat
                                                     batch_size=batch_size, cache_dir=cache_dir)
         check_schema(model, preprocessor.schema, hint="the preset's preprocessor reads rows for another schema")
         predicted = predict_rows(model, dataset, preprocessor.user_key, verbose)  # (the baselines read these scores)
+        processed = None
+        if preprocessor.spec is not None:  # every row of the file, in file order as `dataset` gives them
+            processed = preprocessor.processed(path, history_from=history_from, cache_dir=cache_dir)
+            if processed.has_column("all", "raw_user"):  # GAUC by the raw user: every unseen user its own
+                labels, scores, _ = predicted
+                order = processed.source_order("all")
+                if not np.array_equal(labels.reshape(-1), processed.column("all", "labels")[order]):
+                    raise ValueError("the rows scored are not the file's rows in order")
+                predicted = labels, scores, processed.column("all", "raw_user")[order]
         report = evaluate(model, dataset, report_path=None, plots_dir=plots_dir, user_key=preprocessor.user_key,
                           predicted=predicted)
         shown = path if count is None else f"{count} rows given in memory"
         report["data"] = {"path": shown, "split": info["split"], "rows": what.replace(path, shown),
                           **({"history_from": history_from} if history_from else {})}
         if history_from and preprocessor.spec is not None and not preprocessor.spec["label"].get("events"):
-            report["baselines"] = _against_baselines(preprocessor, path, history_from, predicted, cache_dir)
+            report["baselines"] = _against_baselines(preprocessor, processed, history_from, predicted)
     if report_path is not None:
         from zoo.recipes.evaluate import write_report
 
@@ -176,9 +185,9 @@ def training_data(model, rows, validation=None, *, history_from=None, batch_size
         yield tuple(pipelines)
 
 
-def _against_baselines(preprocessor, path, history_from, predicted, cache_dir=None):
-    """zoo.recipes.baselines.compare of the model's scores of the rows of `path` (`predicted`: predict_rows'
-    labels, scores, users) against the baselines on the same rows, fitted on the earlier logs
+def _against_baselines(preprocessor, processed, history_from, predicted):
+    """zoo.recipes.baselines.compare of the model's scores of the rows of `processed` (a scoring read;
+    `predicted`: predict_rows' labels, scores, users) against the baselines on the same rows, fitted on the earlier logs
     (`history_from`: as the preset's training log, the rates' rows) and the scored rows strictly earlier;
     None when the rows cannot be resampled."""
     from zoo.datasets import spec_reading
@@ -187,7 +196,6 @@ def _against_baselines(preprocessor, path, history_from, predicted, cache_dir=No
 
     spec = preprocessor.spec
     files = [f for earlier in history_from for f in spec_reading.source_files(earlier, spec["source"]["format"])]
-    processed = preprocessor.processed(path, history_from=history_from, cache_dir=cache_dir)
     order = processed.source_order("all")  # the scored rows' order: the file's
     rows = {name: np.asarray(values)[order] for name, values in split_arrays(processed, "all").items()}
     labels, scores, _ = predicted

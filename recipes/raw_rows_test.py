@@ -186,6 +186,24 @@ class RawRowsThroughTheModelTest(TestCase):
         self.assertEqual(report["baselines"], from_file["baselines"])
         self.assertGreater(len(report["baselines"]["rows"]), 1)
 
+    def test_evaluate_groups_gauc_by_the_raw_user(self):
+        """Users unseen in training share the OOV id; GAUC still groups each of them alone, as a GAUC computed
+        from the file's own user column does (pairwise, here)."""
+        import pandas
+
+        model = zoo.load(self.preset)
+        rows = pandas.read_csv(self.later)
+        rows["user_id"] = [f"new-{u}" if int(u[-3:]) % 2 else u for u in rows["user_id"]]  # half the users unseen
+        report = model.evaluate(rows, history_from=self.log, verbose=0)
+        scores = model.predict(rows, history_from=self.log, verbose=0)
+        total = weight = 0.0
+        for _, group in rows.assign(score=scores).groupby("user_id"):
+            positive, negative = group.score[group.clicked == 1].to_numpy(), group.score[group.clicked == 0].to_numpy()
+            if len(positive) and len(negative):
+                pairs = (positive[:, None] > negative[None, :]) + 0.5 * (positive[:, None] == negative[None, :])
+                total, weight = total + len(group) * pairs.mean(), weight + len(group)
+        self.assertAlmostEqual(report["gauc"], total / weight, places=6)
+
     def test_a_row_the_reading_drops_scores_nan_and_is_counted(self):
         import pandas
 
