@@ -639,6 +639,10 @@ class DataSpec:
 
     def _check_together(self):
         label = self.label.get("column")  # a feature of the row itself (a history reads earlier rows' only)
+        for key, column in (("user", self.user), ("item", self.item), ("time", self.time and self.time["column"])):
+            if label is not None and column == label:
+                raise ZooError(f"spec 'label': '{label}' is also the {key} column; the label is what a row's features "
+                               "predict, so it cannot be a key or the time")
         options = self.columns.get(label)
         if options and options["role"] != "hist" and not options.get("allow_label_column"):
             raise ZooError(f"spec column '{label}': the label's own column is a feature of its row, so the model would "

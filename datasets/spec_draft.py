@@ -200,17 +200,39 @@ def _determines_label(values, kind, label_text, labels):
     return None
 
 
+def _check_two_classes(rule, labels, label_text):
+    """Refuses a label that is one class on every sampled row (nothing to learn), naming the values seen."""
+    known = labels[~np.isnan(labels)]
+    if known.size and 0 < known.sum() < known.size:
+        return
+    values, counts = np.unique(np.char.strip(label_text.astype(str)), return_counts=True)
+    seen = ", ".join(f"{v!r} {c:,}" for c, v in sorted(zip(counts.tolist(), values.tolist()), reverse=True)[:8])
+    what = rule["column"] + (f" {rule['op']} {rule['value']!r}" if "op" in rule else "")
+    one = "positive (1)" if known.size and known.sum() else "negative (0)"
+    raise ZooError(f"label {what} is {one} on all {known.size:,} sampled rows with a label, so there is nothing to "
+                   f"learn (values of {rule['column']}: {seen}): name the positive values with --positive V1,V2")
+
+
 def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000, sequence_length=50, positive=None,
           columns=None):
     """The drafted spec (a dict) for the log at `path`; flags name the columns the user knows. `positive`:
     the label column's positive values (a list of texts: label = column in positive); `columns`: the
     names of a CSV's columns in file order, for a file without a header."""
+    if columns is not None:
+        repeated = sorted({name for name in columns if list(columns).count(name) > 1})
+        if repeated:
+            raise ZooError(f"--columns names {repeated[0]!r} twice: each column needs its own name")
     files, source = _source_of(path, columns)
     names, text, chunk = _sample(files, source, sample_rows)
     rows = len(next(iter(text.values())))
     for flag, value in (("--label", label), ("--time", time), ("--user", user), ("--item", item)):
         if value is not None and value not in names:
             raise ZooError(f"{flag} {value}: {files[0]} has no such column (columns: {', '.join(names)})")
+    if label is not None:
+        for flag, key in (("--user", user), ("--item", item), ("--time", time)):
+            if key == label:
+                raise ZooError(f"--label {label} is also {flag}: the label is what a row's features predict, "
+                               "so it cannot be a key or the time")
     notes = {}
     kinds = {}
     for name in names:
@@ -247,6 +269,8 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
                      and any(w in n.lower() for w in ("time", "ts", "date", "stamp"))), None)
     if label is None:
         label = next((n for n in names if n.lower() in LABEL_NAMES and set(text[n].tolist()) <= {"0", "1", ""}), None)
+    if label is None and positive is not None:
+        raise ZooError(f"--positive {','.join(positive)}: no label column to apply it to: name it with --label")
     spec = {"source": source}
     # the label
     if label is None:
@@ -317,6 +341,8 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
         notes[base] = (f"guess: {len(members)} per-position columns ({members[0]} .. {members[-1]}), one list, a "
                        f"history{', padding ' + repr(padding) + ' skipped' if padding else ''}")
     labels = None if label is None else _sample_labels(spec["label"], chunk, rows)
+    if labels is not None:
+        _check_two_classes(spec["label"], labels, text[label])
     for name in names:
         if name in skip:
             continue

@@ -131,6 +131,29 @@ class SpecDraftTest(TestCase):
         with self.assertRaisesRegex(ZooError, "has no value 'purchase'"):
             draft(self.log, label="kind", positive=["purchase"])
 
+    def test_labels_that_cannot_mean_anything_are_refused_naming_the_values(self):
+        keys = dict(time="ts", user="user", item="item")
+        with self.assertRaisesRegex(ZooError, r"^label kind in \['view', 'basket', 'order'\] is positive \(1\) on "
+                                              r"all 600 sampled rows .*\(values of kind: '\w+' \d+, "):
+            draft(self.log, label="kind", positive=list(KINDS), **keys)  # every value named
+        lines = open(self.log).read().splitlines()
+        with open(self.log, "w") as f:  # no one liked anything
+            f.write("\n".join([lines[0]] + [",".join(line.split(",")[:4] + ["0"] + line.split(",")[5:])
+                                            for line in lines[1:]]) + "\n")
+        with self.assertRaisesRegex(ZooError, r"^label liked is negative \(0\) on all 600 sampled rows with a label, so "
+                                              r"there is nothing to learn \(values of liked: '0' 600\)"):
+            draft(self.log, label="liked", **keys)
+        for flag in ("user", "item", "time"):
+            with self.assertRaisesRegex(ZooError, f"^--label \\w+ is also --{flag}: the label is what"):
+                draft(self.log, **dict(keys, label=keys[flag]))
+        with self.assertRaisesRegex(ZooError, "^--positive yes: no label column to apply it to: name it with --label"):
+            draft(self.log, positive=["yes"], **keys)
+        headless = os.path.join(self.folder, "headless.csv")
+        with open(headless, "w") as f:
+            f.write("\n".join(lines[1:]) + "\n")
+        with self.assertRaisesRegex(ZooError, "^--columns names 'stars' twice: each column needs its own name"):
+            draft(headless, columns=["user", "item", "kind", "stars", "stars", "answer", "price", "ts"])
+
     def test_item_attributes_tags_and_tabular_rows(self):
         rng = np.random.default_rng(1)
         category = rng.integers(100, 400, size=200)  # whole numbers constant per item: a category id

@@ -100,6 +100,27 @@ def no_row_left(files, accounts):
     return ZooError(f"{files[0]}: no row is left ({next(iter(accounts.values())).summary()})")
 
 
+def check_training_labels(spec, files, rows, positives):
+    """Refuses a fit whose `rows` training rows hold `positives` positives of one class only (a label rule
+    that matches no row, or every row): one line naming the rule and the label values of the first file."""
+    if spec.label.get("events") or 0 < positives < rows:
+        return
+    label = spec.label
+    column = label["column"]
+    values = {}
+    for chunk in spec_reading.read_chunks(files[0], spec.source, [column], Repairs(files[0])):
+        text = np.char.strip(np.asarray(spec_reading.as_text(chunk.columns[column]).to_numpy(zero_copy_only=False),
+                                        dtype=object).astype(str))
+        for value, count in zip(*np.unique(text, return_counts=True)):
+            values[str(value)] = values.get(str(value), 0) + int(count)
+        break  # the first block tells what the values look like
+    seen = ", ".join(f"{v!r} {c:,}" for v, c in sorted(values.items(), key=lambda item: -item[1])[:8])
+    rule = column + (f" {label['op']} {label['value']!r}" if "op" in label else "")
+    one = "no negative" if positives else "no positive"
+    raise ZooError(f"label {rule} leaves {one} among the {rows:,} training rows, so there is nothing to learn "
+                   f"(values of {column} at the start of {files[0]}: {seen}): check the label rule's values")
+
+
 def shards(group, files, fitted=None):
     """(this process's files, their indices among all files): every file for one process."""
     numbers = np.arange(len(files))
@@ -272,8 +293,11 @@ class _Build:
         self._order()
         split = self._split()
         train = split == 0
-        if self.fitted is None and not self.group.sum(int(train.sum())):
-            raise ZooError("the split leaves no training row: check 'split' against the data's times")
+        if self.fitted is None:
+            rows, positives = self.group.sum(np.array([train.sum(), self.data["label"][train].sum()], np.int64))
+            if not rows:
+                raise ZooError("the split leaves no training row: check 'split' against the data's times")
+            check_training_labels(self.spec, list(self.accounts), int(rows), int(positives))
         encoded = self._encode(train)
         samples, events_store, dropped = self._samples(split, encoded, train)
         schema = self._schema()

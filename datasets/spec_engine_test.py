@@ -294,6 +294,30 @@ class ImpressionLogTest(TestCase):
         with self.assertRaisesRegex(ZooError, r"^spec unknown key 'colums' \(did you mean 'columns'\?\)$"):
             self.prepare(spec)
 
+    def test_a_label_rule_that_leaves_one_class_in_training_is_refused_in_either_build(self):
+        """'Yes' where the log writes yes: every training row negative. It trained on all negatives and wrote a
+        preset; now the in-memory and the streaming build both refuse it, naming the values the log holds."""
+        from zoo.datasets import spec_engine
+
+        yes_no = os.path.join(self.folder, "yes_no.csv")
+        with open(yes_no, "w", newline="") as f:
+            writer = csv.DictWriter(f, list(self.rows[0]))
+            writer.writeheader()
+            writer.writerows(dict(row, clicked="yes" if row["clicked"] == "1" else "no") for row in self.rows)
+        clicks = sum(row["clicked"] == "1" for row in self.rows)
+        for rule, one in (({"op": "in", "value": ["Yes"]}, "no positive"), ({"op": "!=", "value": "maybe"},
+                                                                             "no negative")):
+            spec = dict(impression_spec(sequence_length=4, statistics=False), label=dict(rule, column="clicked"))
+            for stream in (False, True):
+                with self.assertRaisesRegex(ZooError, f"^label clicked {rule['op']} .* leaves {one} among the \\d+ "
+                                                      f"training rows, so there is nothing to learn \\(values of "
+                                                      f"clicked at the start of .*yes_no.csv: 'no' {240 - clicks}, "
+                                                      f"'yes' {clicks}\\): check"):
+                    spec_engine.build(spec, [yes_no], self.get_temp_dir(), verbose=False,
+                                      stream=stream)
+        with self.assertRaisesRegex(ZooError, "^spec 'label': 'user_id' is also the user column; the label is"):
+            self.prepare(dict(impression_spec(), label={"column": "user_id", "op": ">=", "value": "u943"}))
+
     def test_dropped_times_and_empty_labels_are_counted(self):
         path = os.path.join(self.folder, "gaps.csv")
         with open(path, "w") as f:

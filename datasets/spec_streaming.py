@@ -66,19 +66,20 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
         statistics = _Statistics(spec)
 
         def fit_read():
-            rows = np.zeros(3, np.int64)
+            rows = np.zeros(4, np.int64)  # train, validation, test rows; training positives
             for data in _batches(spec, files, accounts, scoring=False):
                 maker.load(data)
                 codes = splits.codes(maker, data, splits.positions(data))
-                rows += np.bincount(codes, minlength=3)
+                rows += np.r_[np.bincount(codes, minlength=3), data["label"][codes == 0].sum()].astype(np.int64)
                 statistics.add(data, codes == 0)
-            if not rows.sum():
+            if not rows[:3].sum():
                 raise engine.no_row_left(files, accounts)
             return rows
 
-        rows = group.sum(engine.agreed(group, fit_read))
+        rows, positives = np.split(group.sum(engine.agreed(group, fit_read)), [3])
         if not rows[0]:
             raise ZooError("the split leaves no training row: check 'split' against the data's times")
+        engine.check_training_labels(spec, files, int(rows[0]), int(positives[0]))
         maker.states = statistics.states(group)
         _progress(maker, f"fitted on {rows[0]:,} training rows of {rows.sum():,}")
     reads = int(splits.counting) + (fitted is None) + 1
@@ -167,12 +168,14 @@ def _build_by_user(spec, files, maker, accounts):
                 yield splits.codes(maker, maker.data, maker._index), maker._index
 
         if fitted is None:
-            statistics, rows = _Statistics(spec), np.zeros(3, np.int64)
+            statistics, rows = _Statistics(spec), np.zeros(4, np.int64)  # train, validation, test; training positives
             for codes, _ in sorted_partitions():
-                rows += np.bincount(codes, minlength=3)
+                rows += np.r_[np.bincount(codes, minlength=3), maker.data["label"][codes == 0].sum()].astype(np.int64)
                 statistics.add(maker.data, codes == 0)
-            if not group.sum(rows)[0]:
+            rows, positives = np.split(group.sum(rows), [3])
+            if not rows[0]:
                 raise ZooError("the split leaves no training row: check 'split' against the data's times")
+            engine.check_training_labels(spec, files, int(rows[0]), int(positives[0]))
             maker.states = statistics.states(group)
             _progress(maker, f"fitted on {rows[0]:,} training rows of {rows.sum():,}")
             if spec.label.get("events") and spec.label.get("negatives"):

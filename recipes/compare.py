@@ -37,7 +37,7 @@ import numpy as np
 from zoo.errors import ZooError
 from zoo.recipes import baselines as baseline_recipes
 from zoo.recipes.evaluate import predict_rows, scoring_batch
-from zoo.recipes.metrics import auc, bootstrap_aucs, gauc, logloss, paired_bootstrap
+from zoo.recipes.metrics import auc, bootstrap_aucs, check_two_classes, gauc, logloss, paired_bootstrap
 from zoo.recipes.protocols import get_recipe
 from zoo.recipes.reproduce import Reproduction, Row, Table, _slug, _t95
 from zoo.recipes.train import folder_lock
@@ -78,8 +78,15 @@ class Comparison(Reproduction):
         self.training = {"batch_size": batch_size, **({"learning_rate": learning_rate} if learning_rate else {}),
                          **({"clipnorm": clipnorm} if clipnorm else {})}
         self.history_from = [data] if history_from_log else None
+        if later is not None and spec["label"].get("events"):
+            raise ZooError(f"compare --later {later}: an event log's rows are all positives (negatives are sampled in "
+                           "the spec's own splits only), so later rows rank nothing; compare on the test split")
         self.processed = datasets.prepare(spec, data, verbose=False)
         self._later_processed = None
+        if self.processed.num_rows("test"):
+            check_two_classes(self.processed.column("test", "labels").reshape(-1), f"the test split of {data}")
+        if later is not None:  # refused now, not after the models trained
+            check_two_classes(self.later_processed().column("all", "labels").reshape(-1), f"the rows of {later}")
 
     # -- cells --------------------------------------------------------------------------------------
     def _recipe(self, row, seed, grid_point=None):

@@ -89,6 +89,31 @@ class CompareTest(TestCase):
         status, _, error = run_cli("compare", "dinn", "--data", log, "--spec", spec)
         self.assertEqual((status, error.strip()), (2, "error: unknown model 'dinn' (known: " + error.split("(known: ")[1].strip()))
 
+    def test_rows_that_rank_nothing_are_refused_before_training(self):
+        """Later rows of one class printed AUC NaN; an event log's later rows (all positives) ended in a matplotlib
+        ValueError. Both are one line now, before any model trains."""
+        from zoo.errors import ZooError
+
+        folder = self.get_temp_dir()
+        log = write_impression_log(os.path.join(folder, "log.csv"), rows=300)
+        later = os.path.join(folder, "later.csv")
+        rows = read(write_impression_log(later, rows=40, seed=2, start="2024-03-20T00:00:00Z"))
+        with open(later, "w", newline="") as f:
+            writer = csv.DictWriter(f, list(rows[0]))
+            writer.writeheader()
+            writer.writerows(dict(row, clicked="0") for row in rows)
+        lines = []
+        with self.assertRaisesRegex(ZooError, f"^the rows of {later}: all 40 are negative \\(label 0\\), so AUC"):
+            zoo.recipes.compare(["din"], log, impression_spec(sequence_length=4), os.path.join(folder, "a"), seeds=1,
+                                epochs=1, later=later, log=lines.append)
+        events = dict(impression_spec(sequence_length=4, statistics=False, feedback=False),
+                      label={"events": True, "negatives": 1})
+        with self.assertRaisesRegex(ZooError, "^compare --later .*: an event log's rows are all positives"):
+            zoo.recipes.compare(["din"], log, events, os.path.join(folder, "b"), seeds=1, epochs=1, later=later,
+                                log=lines.append)
+        self.assertEqual(lines, [])
+        self.assertFalse(os.path.exists(os.path.join(folder, "a", "cells")))
+
     def test_training_options_reach_every_cell_recipe(self):
         """compare's batch size, learning rate and clipping reach the recipe every cell trains by, early
         stopping added; the command line's --clipnorm is refused unless a finite number > 0."""

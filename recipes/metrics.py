@@ -72,6 +72,20 @@ def auc(labels, scores):
     return float(_auc_in_order(labels[order], 1 - labels[order], ties))
 
 
+def check_two_classes(labels, rows):
+    """Refuses in one line `labels` of one class (or none): no AUC or GAUC ranks anything there. `rows`
+    names the rows (\"the 3,000 rows of later.csv\")."""
+    labels = _as_1d("labels", labels)
+    positives = int(np.sum(labels == 1))
+    if 0 < positives < labels.size:
+        return
+    if not labels.size:
+        raise ZooError(f"{rows}: no labelled row, so no metric can be computed")
+    one = "positive (label 1)" if positives else "negative (label 0)"
+    raise ZooError(f"{rows}: all {labels.size:,} are {one}, so AUC and GAUC rank nothing: evaluate on rows of both "
+                   "classes")
+
+
 def logloss(labels, scores, epsilon=1e-7):
     """Binary cross-entropy of the predicted CTR, the scores clipped to [epsilon, 1 - epsilon] (as
     keras.metrics.BinaryCrossentropy clips them)."""

@@ -130,6 +130,7 @@ def evaluate_rows(model, rows, *, held_out="test", history_from=None, report_pat
     from zoo.datasets.preprocessor import earlier_logs
     from zoo.recipes.data_check import check_schema
     from zoo.recipes.evaluate import evaluate, predict_rows
+    from zoo.recipes.metrics import check_two_classes
 
     model, preprocessor = with_preprocessor(model)
     history_from = earlier_logs(history_from)
@@ -138,6 +139,8 @@ def evaluate_rows(model, rows, *, held_out="test", history_from=None, report_pat
                                                     batch_size=batch_size, cache_dir=cache_dir)
         check_schema(model, preprocessor.schema, hint="the preset's preprocessor reads rows for another schema")
         predicted = predict_rows(model, dataset, preprocessor.user_key, verbose)  # (the baselines read these scores)
+        shown = path if count is None else f"{count} rows given in memory"
+        check_two_classes(predicted[0], f"the labelled rows scored of {shown}")
         processed = None
         if preprocessor.spec is not None:  # every row of the file, in file order as `dataset` gives them
             processed = preprocessor.processed(path, history_from=history_from, cache_dir=cache_dir)
@@ -149,7 +152,6 @@ def evaluate_rows(model, rows, *, held_out="test", history_from=None, report_pat
                 predicted = labels, scores, processed.column("all", "raw_user")[order]
         report = evaluate(model, dataset, report_path=None, plots_dir=plots_dir, user_key=preprocessor.user_key,
                           predicted=predicted)
-        shown = path if count is None else f"{count} rows given in memory"
         report["data"] = {"path": shown, "split": info["split"], "rows": what.replace(path, shown),
                           **({"history_from": history_from} if history_from else {})}
         if history_from and preprocessor.spec is not None and not preprocessor.spec["label"].get("events"):

@@ -186,6 +186,25 @@ class RawRowsThroughTheModelTest(TestCase):
         self.assertEqual(report["baselines"], from_file["baselines"])
         self.assertGreater(len(report["baselines"]["rows"]), 1)
 
+    def test_evaluate_on_rows_of_one_class_is_one_line(self):
+        """It printed "auc": NaN and exited 0."""
+        import pandas
+
+        from tests.testing import run_cli
+        from zoo.errors import ZooError
+
+        rows = pandas.read_csv(self.later)
+        model = zoo.load(self.preset)
+        with self.assertRaisesRegex(ZooError, "^the labelled rows scored of 60 rows given in memory: all 60 are positive "
+                                              "\\(label 1\\), so AUC and GAUC rank nothing"):
+            model.evaluate(rows.assign(clicked=1), verbose=0)
+        negatives = os.path.join(self.get_temp_dir(), "negatives.csv")
+        rows.assign(clicked=0).to_csv(negatives, index=False)
+        status, out, err = run_cli("evaluate", self.preset, "--data", negatives)
+        self.assertEqual(status, 2, out)
+        self.assertEqual(err.strip().splitlines()[-1], f"error: the labelled rows scored of {negatives}: all 60 are "
+                         "negative (label 0), so AUC and GAUC rank nothing: evaluate on rows of both classes")
+
     def test_evaluate_groups_gauc_by_the_raw_user(self):
         """Users unseen in training share the OOV id; GAUC still groups each of them alone, as a GAUC computed
         from the file's own user column does (pairwise, here)."""
