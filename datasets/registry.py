@@ -101,6 +101,7 @@ def _prepare_spec(spec, path, cache_dir, verbose, preprocessing, protocol, optio
     if context:
         if fitted is None:
             raise ZooError("history_from (earlier logs for histories) goes with a preset's fitted preprocessing")
+        _check_distinct(context, files)
         identity["history_from"] = len(context)
         files = context + files
     if group is not None and group.size > 1:
@@ -113,6 +114,16 @@ def _prepare_spec(spec, path, cache_dir, verbose, preprocessing, protocol, optio
         lambda out: spec_engine.build(spec, files, out, verbose, fitted=fitted, group=group, context_files=len(context)),
     )
     return storage.open_processed(directory)
+
+
+def _check_distinct(context, files):
+    """Refuses an earlier log (history_from) that is one of the files scored, or is given twice (whatever
+    the path's spelling): its rows would count twice in the histories and statistics."""
+    for index, earlier in enumerate(context):
+        for other, what in [(f, "the rows scored") for f in files] + [(c, "an earlier log") for c in context[:index]]:
+            if os.path.samefile(earlier, other):
+                raise ZooError(f"{earlier}: given as an earlier log for histories and as {what} ({other}); each row "
+                               "may count once: leave it out of history_from")
 
 
 def prepare(name, path, *, protocol=None, cache_dir=None, verbose="auto", preprocessing=None, process_group=None,

@@ -84,7 +84,7 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
     files, numbers = shards(group, files, fitted)
 
     def read():
-        data, accounts = _read(spec, files, scoring=fitted is not None)
+        data, accounts = _read(spec, files, scoring=fitted is not None, context_files=context_files)
         if not data["label"].shape[0]:
             raise no_row_left(files, accounts)
         return data, accounts
@@ -92,6 +92,8 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
     data, accounts = agreed(group, read)
     maker = _Build(spec, data, accounts, out_dir, fitted, verbose, origin, group, numbers)
     maker.context_files = context_files
+    if context_files:
+        maker.drop_repeated_history()
     return maker.run()
 
 
@@ -154,16 +156,22 @@ def agreed(group, work):
 KEYS = ("label", "time", "line", "file", "rule")  # the per-row parts beside the columns
 
 
-def _file_parts(spec, index, path, scoring, repairs, only=None, block_bytes=None, label_text=False):
+def _file_parts(spec, index, path, scoring, repairs, only=None, block_bytes=None, label_text=False, history=False):
     """Yields one part per chunk of the file `index` (`path`): {"label", "time", "line", "file", "rule":
     [kept rows] (None when the spec has none), "text"/"numeric"/"list": {column: values}, "labeled"}.
     `only` (column names) reads just those columns, and the label's and the time's (which rows are kept);
     `block_bytes`: spec_reading.read_chunks'; `label_text`: the label column's text is kept too (as the
-    file writes it: a raw request's history feedback)."""
+    file writes it: a raw request's history feedback); `history`: an earlier log read for histories only,
+    whose label column is required where the histories or running statistics read labels."""
     import pyarrow as pa
 
     label_column = spec.label.get("column")
     optional = (label_column,) if scoring and label_column else ()
+    if history and optional and (spec.feedback() or spec.statistics is not None):
+        if label_column not in spec_reading.file_columns(path, spec.source):
+            raise ZooError(f"{path}: an earlier log for histories needs the label column '{label_column}' (the "
+                           f"preset's {'histories carry' if spec.feedback() else 'running statistics count'} each "
+                           "earlier row's label)")
     if only is not None:
         only = set(only) | {name for name in (label_column, spec.time and spec.time["column"]) if name}
     wanted = spec.read_columns() if only is None else [name for name in spec.read_columns() if name in only]
@@ -232,14 +240,16 @@ def _join(parts):
     return data
 
 
-def _read(spec, files, scoring, label_text=False):
+def _read(spec, files, scoring, label_text=False, context_files=0):
     """({column or part: concatenated array}, {file: Repairs}) of every kept row, in file order. The files
-    (shards) are read in parallel threads (pyarrow parses without the GIL), and joined in name order."""
+    (shards) are read in parallel threads (pyarrow parses without the GIL), and joined in name order. The
+    first `context_files` are earlier logs read for histories only."""
     import concurrent.futures
 
     def read_file(index, path):
         repairs = Repairs(path)
-        return list(_file_parts(spec, index, path, scoring, repairs, label_text=label_text)), repairs
+        return list(_file_parts(spec, index, path, scoring, repairs, label_text=label_text,
+                                history=index < context_files)), repairs
 
     workers = max(1, min(len(files), os.cpu_count() or 1))
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
@@ -273,6 +283,7 @@ class _Build:
         self.labeled = True
         self.rngs, self.last_seen = {}, None  # sampled negatives: a stream per split; (streaming) attributes
         self.context_files, self.context_rows = 0, None  # history-only files (scoring mode); their rows per file
+        self.user_code = None
         if data is not None:
             self.load(data)
 
@@ -392,6 +403,40 @@ class _Build:
             within = np.arange(moved.sum()) - np.repeat(np.cumsum(moved) - moved, moved)
             data["list"][name] = (tokens[np.repeat(starts[order], moved) + within], moved)
         self.user_code = None if self.user_code is None else self.user_code[order]
+
+    def drop_repeated_history(self):
+        """Drops each row of the earlier logs (history only) that repeats a row of the files scored, or an
+        earlier history row, in every column read (a log given with the rows it is asked to score, or twice):
+        each event then counts once in the histories and running statistics. Counted in each file's account."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        data = self.data
+        columns = [data["label"].astype(np.int64), data["line"] * 0 if data["time"] is None else data["time"]]
+        columns += [key_hashes(pc.fill_null(values, "")) for values in data["text"].values()]
+        columns += [np.nan_to_num(values.astype(np.float64), nan=np.inf).view(np.int64)
+                    for values in data["numeric"].values()]
+        for tokens, lengths in data["list"].values():  # a list: its length and a position-weighted sum of hashes
+            starts = np.cumsum(lengths) - lengths
+            rows = np.repeat(np.arange(lengths.size), lengths)
+            hashes = key_hashes(pa.array(np.asarray(tokens).astype(str).tolist(), pa.string()))
+            summed = np.zeros(lengths.size, np.int64)
+            np.add.at(summed, rows, hashes * (np.arange(hashes.size) - starts[rows] + 1))
+            columns += [lengths.astype(np.int64), summed]
+        _, first, group = np.unique(np.stack(columns, axis=1), axis=0, return_index=True, return_inverse=True)
+        group = group.reshape(-1)
+        history = data["file"] < self.context_files
+        scored = np.zeros(first.size, bool)
+        scored[group[~history]] = True
+        repeated = history & (scored[group] | (first[group] != np.arange(group.size)))
+        if not repeated.any():
+            return
+        for index, count in enumerate(np.bincount(data["file"][repeated], minlength=self.context_files)):
+            list(self.accounts.values())[index].drop(
+                "dropped {n} history row(s) that repeat a row scored or an earlier history row (counted once)",
+                int(count))
+        self._take(np.flatnonzero(~repeated))
+        self.load(self.data)
 
     def _split(self):
         """Split codes [n] (0 train, 1 validation, 2 test; all 0 in scoring mode). Over every process's rows

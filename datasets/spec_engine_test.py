@@ -220,6 +220,49 @@ class ImpressionLogTest(TestCase):
         with self.assertRaisesRegex(ZooError, r"^history_from .* goes with a preset's fitted preprocessing$"):
             self.prepare(None, later, history_from=[self.path])
 
+    def test_history_rows_count_once(self):
+        """An earlier log that overlaps the rows scored (the log plus half of them, or every row twice) moved
+        scores silently; the same file given twice ended in a RuntimeError from the row account. Repeated rows
+        now count once (said in the account), a file given twice is one line, and so is an earlier log without
+        the label column that the preset's histories and statistics read."""
+        fitted = self.prepare().preprocessing()
+        later = write_impression_log(os.path.join(self.folder, "later.csv"), rows=60, users=12, items=30, seed=3,
+                                     start="2024-03-20T00:00:00Z", days=2, unseen_from=25)
+        with open(self.path) as f:
+            header, *earlier_lines = f.read().splitlines(keepends=True)
+        with open(later) as f:
+            later_lines = f.read().splitlines(keepends=True)[1:]
+        reference = everything(self.prepare(None, later, preprocessing=fitted, history_from=[self.path]), "all")
+        for name, rows, repeated in (("overlap.csv", earlier_lines + later_lines[:30], 30),
+                                     ("twice.csv", earlier_lines + earlier_lines, len(earlier_lines))):
+            path = os.path.join(self.folder, name)
+            with open(path, "w") as f:
+                f.write("".join([header] + rows))
+            scored = self.prepare(None, later, preprocessing=fitted, history_from=[path])
+            features, labels, lines = everything(scored, "all")
+            np.testing.assert_array_equal(lines, reference[2])
+            for key in features:
+                np.testing.assert_array_equal(features[key], reference[0][key], err_msg=f"{name} {key}")
+            account = scored.info["accounting"][name]
+            self.assertEqual(account["kinds"]["dropped {n} history row(s) that repeat a row scored or an earlier "
+                                              "history row (counted once)"], repeated, name)
+            self.assertEqual(account["read"], len(rows))
+        for given, what in (([later], "the rows scored"), ([self.path, "./" + os.path.relpath(self.path)],
+                                                           "an earlier log")):
+            with self.assertRaisesRegex(ZooError, f"given as an earlier log for histories and as {what} .*; each row "
+                                                  "may count once: leave it out of history_from$"):
+                self.prepare(None, later, preprocessing=fitted, history_from=given)
+        unlabelled = os.path.join(self.folder, "unlabelled.csv")
+        columns = header.strip().split(",")
+        with open(unlabelled, "w") as f:
+            f.write(",".join(c for c in columns if c != "clicked") + "\n")
+            for line in earlier_lines:
+                values = next(csv.reader([line]))
+                f.write(",".join(f'"{v}"' for c, v in zip(columns, values) if c != "clicked") + "\n")
+        with self.assertRaisesRegex(ZooError, "unlabelled.csv: an earlier log for histories needs the label column "
+                                              "'clicked' \\(the preset's histories carry each earlier row's label\\)$"):
+            self.prepare(None, later, preprocessing=fitted, history_from=[unlabelled])
+
     def test_shards_parquet_and_json_lines_give_the_same_data(self):
         import pyarrow.csv as pcsv
         import pyarrow.parquet as pq
