@@ -274,35 +274,36 @@ def _evaluate(args):
     print(json.dumps(shown, indent=2))
 
 
-@contextlib.contextmanager
 def _output(path, **options):
-    """A command's output file, opened for writing: a write that fails (a full disk, a size limit) names it."""
-    try:
-        with open(path, "w", **options) as stream:
-            yield stream
-    except OSError as error:
-        if error.filename is None:
-            error.filename = path
-        raise
+    """A command's output file, opened for writing (zoo.outputs.new_file): written to a temporary file beside
+    it and renamed into place when complete; a write that fails (a full disk, a size limit) names the path
+    and leaves no partial file."""
+    from zoo.outputs import new_file
+
+    return new_file(path, **options)
 
 
 def _score(args):
     """Score every row of a raw file through a preset's data contract (model.predict's reading,
-    zoo.recipes.raw_rows.score_rows); write line, score (and label) as CSV."""
+    zoo.recipes.raw_rows.score_rows); write line, score (and label) as CSV (`--out -`: to stdout, and the
+    account to stderr)."""
     import csv
 
     from zoo.recipes.raw_rows import score_rows
 
-    scored = score_rows(args.preset, args.file, history_from=args.history_from, batch_size=args.batch_size,
-                        verbose=_progress())
-    with _output(args.out, newline="") as f:
+    to_stdout = args.out == "-"
+    with contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext():
+        scored = score_rows(args.preset, args.file, history_from=args.history_from, batch_size=args.batch_size,
+                            verbose=_progress())
+    with _output(args.out, newline="") if not to_stdout else contextlib.nullcontext(sys.stdout) as f:
         writer = csv.writer(f)
         writer.writerow(["line", "score"] + (["label"] if scored.labels is not None else []))
         for i in range(len(scored.scores)):
             writer.writerow([int(scored.lines[i]), f"{scored.scores[i]:.6f}"]
                             + ([int(scored.labels[i])] if scored.labels is not None else []))
-    print(f"scored {len(scored.scores):,} row(s) of {args.file} with {args.preset}; wrote {args.out} "
-          f"({scored.info['repairs']})")
+    print(f"scored {len(scored.scores):,} row(s) of {args.file} with {args.preset}; wrote "
+          f"{args.out if not to_stdout else 'them to stdout'} ({scored.info['repairs']})",
+          file=sys.stderr if to_stdout else sys.stdout)
 
 
 def _request(args):
@@ -585,7 +586,8 @@ def _parser():
     score = commands.add_parser("score", help=_score.__doc__)
     score.add_argument("preset", help="preset directory or name (it must carry its data contract)")
     score.add_argument("file", help="the raw rows: a file, glob or folder in the format the preset was trained on")
-    score.add_argument("--out", default="scores.csv", help="the CSV to write: line, score[, label] (default scores.csv)")
+    score.add_argument("--out", default="scores.csv",
+                       help="the CSV to write: line, score[, label] (default scores.csv; - writes it to stdout)")
     score.add_argument("--batch-size", type=_count, default=1024, help="rows per batch (default 1024)")
     score.add_argument("--history-from", action="append", metavar="FILE",
                        help="earlier log(s) whose rows build the histories and running statistics of the scored rows "
@@ -701,6 +703,31 @@ def _precheck(args):
     if getattr(args, "spec", None):
         _precheck_spec(args.spec, args.data)
     _precheck_preset_rows(args)
+    _precheck_outputs(args)
+
+
+def _precheck_outputs(args):
+    """Refuses an output that is one of the command's inputs (zoo.outputs.check_apart), whatever its
+    spelling: score's, request's and spec draft's --out file; fit's and calibrate's --out folder (calibrate
+    may rewrite the preset it reads: the preset is swapped whole). Export's path is checked by zoo.export."""
+    from zoo.outputs import check_apart
+
+    out = getattr(args, "out", None)
+    preset = getattr(args, "preset", None)
+    preset = preset if preset and os.path.isdir(preset) else None
+    inputs = [getattr(args, name, None) for name in ("file", "path", "spec")] + list(
+        getattr(args, "history_from", None) or [])
+    if getattr(args, "data", None) and os.path.exists(args.data):
+        inputs.append(args.data)
+    if out is None or (out == "-" and args.command == "score"):
+        return
+    if args.command in ("score", "request", "spec"):
+        check_apart(out, inputs + [preset])
+    elif args.command == "fit":
+        check_apart(out, inputs, folder=True)
+    elif args.command == "calibrate":
+        own = preset is not None and os.path.isdir(out) and os.path.samefile(out, preset)
+        check_apart(out, inputs + ([preset] if not own else []), folder=True)
 
 
 def _precheck_preset_rows(args):

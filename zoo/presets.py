@@ -43,6 +43,7 @@ import zoo.budget as budget
 import zoo.hyperparameters as rules
 from zoo import registry
 from zoo.errors import ZooError
+from zoo.outputs import replacing_folder
 
 CONFIG = "config.json"
 METADATA = "metadata.json"
@@ -66,14 +67,24 @@ def _check_sha256(directory, name, recorded, change):
 
 def save(model, directory, *, metadata=None, weights=True, preprocessing=None):
     """Writes `model` as a preset. `metadata` adds entries (e.g. training_data, metrics); `preprocessing`
-    (a fitted state, see zoo.datasets.fitted) is written as preprocessing.json, checksummed like the rest."""
-    from zoo import __version__
-    from zoo.datasets.fitted import FILE_NAME, save_preprocessing
+    (a fitted state, see zoo.datasets.fitted) is written as preprocessing.json, checksummed like the rest.
+    The preset is written whole into a temporary folder beside `directory` that then takes its place
+    (zoo.outputs.replacing_folder): a reader of a preset being rewritten sees the old preset or the new one,
+    never new files beside old ones, and a write that fails or is killed leaves the old preset as it was.
+    Other files kept in the folder are kept."""
+    from zoo.datasets.fitted import FILE_NAME
 
     if not getattr(model, "registered_name", None):
         raise ZooError(f"{type(model).__name__} is not a registered zoo model; only those save as presets")
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    with replacing_folder(directory, owned=(CONFIG, METADATA, WEIGHTS, FILE_NAME)) as scratch:
+        _write_preset(model, scratch, metadata, weights, preprocessing)
+
+
+def _write_preset(model, directory, metadata, weights, preprocessing):
+    """The files of a preset (see `save`) in `directory`, a new folder."""
+    from zoo import __version__
+    from zoo.datasets.fitted import FILE_NAME, save_preprocessing
+
     config = model.get_config()
     config.pop("name", None)
     config.pop("trainable", None)
@@ -90,12 +101,8 @@ def save(model, directory, *, metadata=None, weights=True, preprocessing=None):
     if weights:
         write_weights(model, directory / WEIGHTS)
         info["weights_sha256"] = _sha256(directory / WEIGHTS)
-    elif (directory / WEIGHTS).exists():
-        (directory / WEIGHTS).unlink()
     if preprocessing is not None:
         info["preprocessing_sha256"] = _sha256(save_preprocessing(preprocessing, directory / FILE_NAME))
-    elif (directory / FILE_NAME).exists():
-        (directory / FILE_NAME).unlink()
     info.update(metadata or {})
     (directory / METADATA).write_text(json.dumps(info, indent=2))
 

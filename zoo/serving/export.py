@@ -11,6 +11,7 @@ import keras
 
 from zoo import presets, registry
 from zoo.errors import ZooError
+from zoo.outputs import check_apart, new_folder
 
 # Signature name -> the module under zoo.serving whose `endpoints(model, options)` builds it. A model
 # declares the ones it serves (besides serving_default) when it registers (`register(signatures=...)`).
@@ -59,7 +60,7 @@ def _check_target(path):
         raise ZooError(
             f"{path}: TF Serving loads <base>/<version>/ with a numeric version: end the path in one (e.g. {path}/1)"
         )
-    if path.exists() and any(path.iterdir()):
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
         raise ZooError(f"{path}: the version directory is not empty; pick a new version number")
     return path
 
@@ -69,7 +70,10 @@ def export(model_or_preset, path, signature="serving_default", **options):
 
     Args:
         model_or_preset: a zoo model, a preset directory, or a registered name (its shipped preset).
-        path: `<base>/<version>`; the version directory must be new or empty.
+        path: `<base>/<version>`; the version directory must be new or empty. The SavedModel is written into
+            `<base>/.<version>.tmp-<pid>` and renamed into place when complete (zoo.outputs.new_folder): TF
+            Serving never sees a partial version, a failed or killed export leaves no `<base>/<version>/`,
+            and a second export of a version being written is refused.
         signature: "serving_default" (every model), "parallel_candidates" (LightSUAN: `serving_default`
             and `score_all` score any M candidates in ceil(M / m2) passes), "encode_decode" (ReST:
             `encode`, `decode` and `serving_default`).
@@ -93,6 +97,7 @@ def export(model_or_preset, path, signature="serving_default", **options):
         _check_signature(model.registered_name, signature)
     else:
         preset = presets.resolve(model_or_preset)
+        check_apart(path, [preset], flag="export to", folder=True)
         _check_signature(presets.read_config(preset)["model"], signature)
         if presets.read_metadata(preset).get("weights_sha256") is None:
             raise ZooError(f"{preset}: the preset has no weights; export needs trained weights")
@@ -142,6 +147,10 @@ def _export_in_tensorflow(preset, path, signature, options):
 
 
 def _write(model, path, builder, options):
+    """The SavedModel of `model`'s endpoints at `path`, written whole or not at all: a failure (a full disk:
+    TensorFlow's ResourceExhausted, OutOfRange or an OSError) is one line naming `path`."""
+    import tensorflow as tf
+
     endpoints = builder(model, dict(options))
     archive = keras.export.ExportArchive()
     archive.track(model)
@@ -149,5 +158,9 @@ def _write(model, path, builder, options):
         for resource in getattr(function, "resources", ()):  # e.g. the raw signature's lookup tables
             archive.track(resource)
         archive.add_endpoint(name, function, input_signature=[input_signature])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    archive.write_out(str(path), verbose=False)
+    with new_folder(path) as scratch:
+        try:
+            archive.write_out(str(scratch), verbose=False)
+        except (tf.errors.OpError, OSError) as error:
+            what = (getattr(error, "strerror", None) or getattr(error, "message", None) or str(error)).strip()
+            raise ZooError(f"{path}: the export failed, nothing written ({what.splitlines()[0]})") from None
