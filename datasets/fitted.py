@@ -18,7 +18,7 @@ vocabulary lists its tokens in id order (token i has id i + 1, OOV = len + 1).
 import json
 import os
 
-from zoo.datasets import preprocess
+from zoo.datasets import fitted_checks, preprocess
 from zoo.datasets.spec import DataSpec, statistics_state
 from zoo.errors import ZooError
 from zoo.schema import Schema
@@ -55,7 +55,8 @@ def save_preprocessing(state, path):
 
 def read_preprocessing(source):
     """A checked state from a dict, a preprocessing.json file or a folder holding one. A preset folder's
-    file must match the sha256 its metadata.json records (zoo.presets.check_preprocessing)."""
+    file must match the sha256 its metadata.json records (zoo.presets.check_preprocessing), and every
+    state's fields must hold what the readers read from them (zoo.datasets.fitted_checks), checksum or not."""
     where = "preprocessing"
     if not isinstance(source, dict):
         path = os.fspath(source)
@@ -73,6 +74,9 @@ def read_preprocessing(source):
                 source = json.load(f)
         except (ValueError, UnicodeDecodeError) as error:
             raise ZooError(f"{path}: not a JSON preprocessing file ({str(error).splitlines()[0]})") from None
+        except RecursionError:
+            raise ZooError(f"{path}: not a JSON preprocessing file (nested deeper than Python's JSON reader "
+                           "goes; a fitted state is a few levels deep)") from None
     if not isinstance(source, dict) or source.get("format") != FORMAT:
         raise ZooError(f"{where}: not a zoo.datasets preprocessing (its 'format' should be '{FORMAT}')")
     if source.get("version") != VERSION:
@@ -82,26 +86,35 @@ def read_preprocessing(source):
         raise ZooError(f"{where}: the preprocessing lacks {', '.join(missing)}")
     if not isinstance(source["fitted"], dict) or not isinstance(source["options"], dict):
         raise ZooError(f"{where}: the preprocessing's 'fitted' and 'options' should be objects")
+    fitted_checks.check_state(source, where)
     if source["dataset"] == "spec":
         check_spec_vocabularies(source, where)
     return source
 
 
 def check_spec_vocabularies(state, where="preprocessing"):
-    """Refuses a spec's fitted state whose vocabularies do not give its schema's vocabulary sizes (a table of
-    N values makes N + 2 ids: padding and the OOV id; a statistic's E bucket edges E + 2), in one line naming
-    the column and the feature: ids past a table would otherwise read another feature's rows or fail."""
+    """Refuses a spec's fitted state whose vocabularies, hashing or numeric buckets do not give its schema's
+    vocabulary sizes (a table of N values makes N + 2 ids: padding and the OOV id; N hash buckets or numeric
+    buckets N + 2; a statistic's E bucket edges E + 2), in one line naming the column and the feature: ids past
+    a table would otherwise read another feature's rows or fail, and other hash buckets give other ids."""
     schema = Schema.from_dict(state["schema"])
     columns = (state.get("spec") or {}).get("columns") or {}
     for column, options in columns.items():
         table = state["fitted"].get(column)
-        if not isinstance(table, dict) or table.get("kind") != "vocabulary" or not isinstance(options, dict):
+        if isinstance(table, dict) and table.get("kind") == "shared":
+            table = state["fitted"].get(table.get("column"))
+        if not isinstance(table, dict) or not isinstance(options, dict):
             continue
-        ids = len(table.get("tokens") or ()) + 2
+        if table.get("kind") == "vocabulary":
+            what, ids = "vocabulary", len(table.get("tokens") or ()) + 2
+        elif table.get("kind") == "hashed" or (table.get("kind") == "numeric" and "edges" in table):
+            what, ids = ("hashing" if table["kind"] == "hashed" else "bucketing"), table["buckets"] + 2
+        else:
+            continue
         for feature in schema.features:
             if feature.name == options.get("feature") and feature.vocabulary_size != ids:
-                raise ZooError(f"{where}: the fitted vocabulary of '{column}' makes {ids:,} ids but the schema's "
-                               f"{feature.key} has vocabulary_size {feature.vocabulary_size:,}: the vocabulary and "
+                raise ZooError(f"{where}: the fitted {what} of '{column}' makes {ids:,} ids but the schema's "
+                               f"{feature.key} has vocabulary_size {feature.vocabulary_size:,}: the {what} and "
                                "the schema come from different fits")
     for key, group, names in DataSpec(state["spec"]).statistics_features() if state.get("spec") else ():
         name = statistics_state(key)

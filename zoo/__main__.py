@@ -747,7 +747,7 @@ def _precheck_preset_rows(args):
     try:
         with open(os.path.join(preset, fitted.FILE_NAME), encoding="utf-8") as stream:
             state = json.load(stream)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return  # zoo.load's checks say what is wrong with the file
     if not isinstance(state, dict) or state.get("dataset") != "spec" or not isinstance(state.get("spec"), dict):
         return
@@ -756,7 +756,8 @@ def _precheck_preset_rows(args):
     rows = getattr(args, "file", None) if not labelled else (None if args.data == "simulator" else args.data)
     label = spec.label.get("column")
     for path, optional in [(rows, () if labelled or not label else (label,))] + [
-            (earlier, (label,) if label else ()) for earlier in getattr(args, "history_from", None) or []]:
+            (earlier, (label,) if label and not (spec.feedback() or spec.statistics is not None) else ())
+            for earlier in getattr(args, "history_from", None) or []]:
         if path is None:
             continue
         try:
