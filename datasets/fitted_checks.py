@@ -89,12 +89,19 @@ class _Check:
             self.refuse(f"{path}.kind", table.get("kind"), f"kinds: {', '.join(KINDS)}")
         getattr(self, table["kind"])(path, table)
 
+    def text_list(self, path, table, name, needed, listed, text, once):
+        """table[name]: a list (`needed` when absent, `listed` when not a list) of distinct texts (`text`, `once`)."""
+        values = self.field(path, table, name, needed)
+        if not isinstance(values, list):
+            self.refuse(f"{path}.{name}", values, listed)
+        self.texts(f"{path}.{name}", values, text, once)
+        return values
+
     def vocabulary(self, path, table):
-        tokens = self.field(path, table, "tokens", "a vocabulary lists its tokens in id order")
-        if not isinstance(tokens, list):
-            self.refuse(f"{path}.tokens", tokens, "a vocabulary lists its tokens in id order")
-        self.texts(f"{path}.tokens", tokens, "a vocabulary's tokens are texts, as a file's values are read",
-                   "a vocabulary lists each token once")
+        self.text_list(path, table, "tokens", "a vocabulary lists its tokens in id order",
+                       "a vocabulary lists its tokens in id order",
+                       "a vocabulary's tokens are texts, as a file's values are read",
+                       "a vocabulary lists each token once")
 
     def hashed(self, path, table):
         buckets = self.field(path, table, "buckets", "hashing needs its number of buckets")
@@ -143,11 +150,10 @@ class _Check:
 
     def counts(self, path, table):
         """A key's counts over the fitted log: its values, and per value the rows and positives seen."""
-        values = self.field(path, table, "values", "counts per value need their values")
-        if not isinstance(values, list):
-            self.refuse(f"{path}.values", values, "a key's counted values are a list of texts")
-        self.texts(f"{path}.values", values, "a key's counted values are texts, as a file's values are read",
-                   "each value is counted once")
+        values = self.text_list(path, table, "values", "counts per value need their values",
+                                "a key's counted values are a list of texts",
+                                "a key's counted values are texts, as a file's values are read",
+                                "each value is counted once")
         lists = {}
         for name in ("rows", "positives"):
             counts = self.field(path, table, name, "each counted value has its rows and positives")
