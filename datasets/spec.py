@@ -301,6 +301,11 @@ class DataSpec:
         """Whether each history entry carries its row's label (`hist_feedback`: 1 negative, 2 positive, 3 unknown)."""
         return self.history_from_log() and self.history.get("feedback", False)
 
+    def earlier_labels_read(self):
+        """Whether earlier rows' labels are features (history feedback or running statistics), so that an
+        earlier log read for histories needs the label column."""
+        return self.feedback() or self.statistics is not None
+
     def statistics_features(self):
         """[(key, group, [feature names: seen, positives, rate])] of the `statistics` section, in order: the
         group is the key's role (the user key: "user"), so each statistic is an id of its key's group (a cand

@@ -205,12 +205,10 @@ def _check_two_classes(rule, labels, label_text):
     known = labels[~np.isnan(labels)]
     if known.size and 0 < known.sum() < known.size:
         return
-    values, counts = np.unique(np.char.strip(label_text.astype(str)), return_counts=True)
-    seen = ", ".join(f"{v!r} {c:,}" for c, v in sorted(zip(counts.tolist(), values.tolist()), reverse=True)[:8])
-    what = rule["column"] + (f" {rule['op']} {rule['value']!r}" if "op" in rule else "")
     one = "positive (1)" if known.size and known.sum() else "negative (0)"
-    raise ZooError(f"label {what} is {one} on all {known.size:,} sampled rows with a label, so there is nothing to "
-                   f"learn (values of {rule['column']}: {seen}): name the positive values with --positive V1,V2")
+    raise ZooError(f"label {spec_reading.rule_text(rule)} is {one} on all {known.size:,} sampled rows with a label, "
+                   f"so there is nothing to learn (values of {rule['column']}: {spec_reading.seen_values(label_text)}): "
+                   "name the positive values with --positive V1,V2")
 
 
 def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000, sequence_length=50, positive=None,

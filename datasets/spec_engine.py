@@ -102,25 +102,21 @@ def no_row_left(files, accounts):
     return ZooError(f"{files[0]}: no row is left ({next(iter(accounts.values())).summary()})")
 
 
-def check_training_labels(spec, files, rows, positives):
-    """Refuses a fit whose `rows` training rows hold `positives` positives of one class only (a label rule
-    that matches no row, or every row): one line naming the rule and the label values of the first file."""
+def check_training_rows(spec, files, rows, positives):
+    """Refuses a fit without training rows, or whose `rows` training rows hold `positives` positives of one
+    class only (a label rule that matches no row, or every row): one line naming the rule and the label
+    values at the start of the first file."""
+    if not rows:
+        raise ZooError("the split leaves no training row: check 'split' against the data's times")
     if spec.label.get("events") or 0 < positives < rows:
         return
-    label = spec.label
-    column = label["column"]
-    values = {}
-    for chunk in spec_reading.read_chunks(files[0], spec.source, [column], Repairs(files[0])):
-        text = np.char.strip(np.asarray(spec_reading.as_text(chunk.columns[column]).to_numpy(zero_copy_only=False),
-                                        dtype=object).astype(str))
-        for value, count in zip(*np.unique(text, return_counts=True)):
-            values[str(value)] = values.get(str(value), 0) + int(count)
-        break  # the first block tells what the values look like
-    seen = ", ".join(f"{v!r} {c:,}" for v, c in sorted(values.items(), key=lambda item: -item[1])[:8])
-    rule = column + (f" {label['op']} {label['value']!r}" if "op" in label else "")
+    column = spec.label["column"]
+    chunk = next(spec_reading.read_chunks(files[0], spec.source, [column], Repairs(files[0])))
+    seen = spec_reading.seen_values(spec_reading.as_text(chunk.columns[column]).to_numpy(zero_copy_only=False))
     one = "no negative" if positives else "no positive"
-    raise ZooError(f"label {rule} leaves {one} among the {rows:,} training rows, so there is nothing to learn "
-                   f"(values of {column} at the start of {files[0]}: {seen}): check the label rule's values")
+    raise ZooError(f"label {spec_reading.rule_text(spec.label)} leaves {one} among the {rows:,} training rows, so "
+                   f"there is nothing to learn (values of {column} at the start of {files[0]}: {seen}): check the "
+                   "label rule's values")
 
 
 def shards(group, files, fitted=None):
@@ -167,11 +163,6 @@ def _file_parts(spec, index, path, scoring, repairs, only=None, block_bytes=None
 
     label_column = spec.label.get("column")
     optional = (label_column,) if scoring and label_column else ()
-    if history and optional and (spec.feedback() or spec.statistics is not None):
-        if label_column not in spec_reading.file_columns(path, spec.source):
-            raise ZooError(f"{path}: an earlier log for histories needs the label column '{label_column}' (the "
-                           f"preset's {'histories carry' if spec.feedback() else 'running statistics count'} each "
-                           "earlier row's label)")
     if only is not None:
         only = set(only) | {name for name in (label_column, spec.time and spec.time["column"]) if name}
     wanted = spec.read_columns() if only is None else [name for name in spec.read_columns() if name in only]
@@ -181,6 +172,10 @@ def _file_parts(spec, index, path, scoring, repairs, only=None, block_bytes=None
     present, expanded = spec_reading.check_columns(path, spec.source, wanted, optional, positional)
     present = present + [column for columns in expanded.values() for column in columns]
     labeled = label_column is None or label_column in present
+    if history and not labeled and spec.earlier_labels_read():
+        raise ZooError(f"{path}: an earlier log for histories needs the label column '{label_column}' (the "
+                       f"preset's {'histories carry' if spec.feedback() else 'running statistics count'} each "
+                       "earlier row's label)")
     for chunk in spec_reading.read_chunks(path, spec.source, present, repairs, block_bytes):
         if not labeled:
             label, keep = np.zeros(chunk.rows, np.float32), np.ones(chunk.rows, bool)
@@ -306,9 +301,7 @@ class _Build:
         train = split == 0
         if self.fitted is None:
             rows, positives = self.group.sum(np.array([train.sum(), self.data["label"][train].sum()], np.int64))
-            if not rows:
-                raise ZooError("the split leaves no training row: check 'split' against the data's times")
-            check_training_labels(self.spec, list(self.accounts), int(rows), int(positives))
+            check_training_rows(self.spec, list(self.accounts), int(rows), int(positives))
         encoded = self._encode(train)
         samples, events_store, dropped = self._samples(split, encoded, train)
         schema = self._schema()
@@ -412,14 +405,15 @@ class _Build:
         import pyarrow.compute as pc
 
         data = self.data
-        columns = [data["label"].astype(np.int64), data["line"] * 0 if data["time"] is None else data["time"]]
+        time = np.zeros(self.rows, np.int64) if data["time"] is None else data["time"]
+        columns = [data["label"].astype(np.int64), time]
         columns += [key_hashes(pc.fill_null(values, "")) for values in data["text"].values()]
         columns += [np.nan_to_num(values.astype(np.float64), nan=np.inf).view(np.int64)
                     for values in data["numeric"].values()]
         for tokens, lengths in data["list"].values():  # a list: its length and a position-weighted sum of hashes
             starts = np.cumsum(lengths) - lengths
             rows = np.repeat(np.arange(lengths.size), lengths)
-            hashes = key_hashes(pa.array(np.asarray(tokens).astype(str).tolist(), pa.string()))
+            hashes = key_hashes(pa.array(tokens, pa.string()))
             summed = np.zeros(lengths.size, np.int64)
             np.add.at(summed, rows, hashes * (np.arange(hashes.size) - starts[rows] + 1))
             columns += [lengths.astype(np.int64), summed]

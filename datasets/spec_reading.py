@@ -331,6 +331,18 @@ def as_numbers(chunk, column, what="a number"):
     return values
 
 
+def rule_text(rule):
+    """A label or history rule as a user reads it: "kind in ['order']", "stars >= 4", or the column alone."""
+    return rule["column"] + (f" {rule['op']} {rule['value']!r}" if "op" in rule else "")
+
+
+def seen_values(texts, shown=8):
+    """"'no' 194, 'yes' 46": the distinct (stripped) texts of an array and their counts, most frequent first."""
+    values, counts = np.unique(np.char.strip(np.asarray(texts, dtype=object).astype(str)), return_counts=True)
+    order = np.argsort(-counts, kind="stable")[:shown]
+    return ", ".join(f"{str(values[i])!r} {int(counts[i]):,}" for i in order)
+
+
 def rule_holds(chunk, rule):
     """bool [n]: the rule {column, op, value} on each row (numbers compared as numbers, else as text)."""
     import operator

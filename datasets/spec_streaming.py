@@ -41,7 +41,6 @@ from zoo.datasets import spec_engine as engine
 from zoo.datasets import storage
 from zoo.datasets.process_group import ProcessGroup
 from zoo.datasets.reading import Repairs
-from zoo.errors import ZooError
 
 BATCH_ROWS = 2**17  # rows encoded at once (pyarrow's vocabulary lookup costs O(vocabulary) per batch)
 PART_ROWS = 2**20  # rows of a user partition, sorted in memory (a user's rows are never split)
@@ -70,16 +69,14 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
             for data in _batches(spec, files, accounts, scoring=False):
                 maker.load(data)
                 codes = splits.codes(maker, data, splits.positions(data))
-                rows += np.r_[np.bincount(codes, minlength=3), data["label"][codes == 0].sum()].astype(np.int64)
+                rows += _tally(codes, data["label"])
                 statistics.add(data, codes == 0)
             if not rows[:3].sum():
                 raise engine.no_row_left(files, accounts)
             return rows
 
         rows, positives = np.split(group.sum(engine.agreed(group, fit_read)), [3])
-        if not rows[0]:
-            raise ZooError("the split leaves no training row: check 'split' against the data's times")
-        engine.check_training_labels(spec, files, int(rows[0]), int(positives[0]))
+        engine.check_training_rows(spec, files, int(rows[0]), int(positives[0]))
         maker.states = statistics.states(group)
         _progress(maker, f"fitted on {rows[0]:,} training rows of {rows.sum():,}")
     reads = int(splits.counting) + (fitted is None) + 1
@@ -170,12 +167,10 @@ def _build_by_user(spec, files, maker, accounts):
         if fitted is None:
             statistics, rows = _Statistics(spec), np.zeros(4, np.int64)  # train, validation, test; training positives
             for codes, _ in sorted_partitions():
-                rows += np.r_[np.bincount(codes, minlength=3), maker.data["label"][codes == 0].sum()].astype(np.int64)
+                rows += _tally(codes, maker.data["label"])
                 statistics.add(maker.data, codes == 0)
             rows, positives = np.split(group.sum(rows), [3])
-            if not rows[0]:
-                raise ZooError("the split leaves no training row: check 'split' against the data's times")
-            engine.check_training_labels(spec, files, int(rows[0]), int(positives[0]))
+            engine.check_training_rows(spec, files, int(rows[0]), int(positives[0]))
             maker.states = statistics.states(group)
             _progress(maker, f"fitted on {rows[0]:,} training rows of {rows.sum():,}")
             if spec.label.get("events") and spec.label.get("negatives"):
@@ -202,6 +197,11 @@ def _build_by_user(spec, files, maker, accounts):
             writer.close(schema, info, "events" if history else "table")
     maker.save_fit(schema, info)
     return info
+
+
+def _tally(codes, labels):
+    """int64 [4]: a batch's training, validation and test rows, and its training positives."""
+    return np.r_[np.bincount(codes, minlength=3), labels[codes == 0].sum()].astype(np.int64)
 
 
 def _uncounted(files):

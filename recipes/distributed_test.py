@@ -180,7 +180,7 @@ def _run_cluster(codes, environments, timeout):
         # no persistent compile cache shared with the rest of the suite: only process 0 writes JAX's cache, so
         # a cache warmed by other tests gives the processes different compiles to wait on
         env.pop("JAX_COMPILATION_CACHE_DIR", None)
-        env.setdefault("ZOO_JAX_CACHE", "off")
+        env["ZOO_JAX_CACHE"] = "off"
         logs.append((tempfile.TemporaryFile(mode="w+"), tempfile.TemporaryFile(mode="w+")))
         processes.append(subprocess.Popen([sys.executable, "-c", code], env=env, cwd=ROOT, text=True,
                                           stdout=logs[-1][0], stderr=logs[-1][1]))
@@ -403,6 +403,7 @@ class JaxMultiProcessTest(TestCase):
 
         def cluster():  # each run in fresh folders, on a fresh port
             folders.append(self.get_temp_dir())
+            address = f"localhost:{_free_port()}"
             return [
                 {"KERAS_BACKEND": "jax",
                  "XLA_FLAGS": f"--xla_force_host_platform_device_count=2 {_PATIENT_COLLECTIVES}",
@@ -410,7 +411,7 @@ class JaxMultiProcessTest(TestCase):
                  "KERAS_DISTRIBUTION_PROCESS_ID": str(rank), "ZOO_TEST_PRESET": os.path.join(folders[-1], "preset"),
                  "ZOO_TEST_SHARDS": shards, "ZOO_TEST_CACHE": os.path.join(self.get_temp_dir(), "cache"),
                  "ZOO_TEST_OPTIONS": json.dumps({"model_axis": 2})}
-                for address in [f"localhost:{_free_port()}"] for rank in (0, 1)
+                for rank in (0, 1)
             ]
 
         # 26-40 s alone here, 68 s beside one other test job. Run alone, it still hung once past 900 s in CI

@@ -274,28 +274,20 @@ def _evaluate(args):
     print(json.dumps(shown, indent=2))
 
 
-def _output(path, **options):
-    """A command's output file, opened for writing (zoo.outputs.new_file): written to a temporary file beside
-    it and renamed into place when complete; a write that fails (a full disk, a size limit) names the path
-    and leaves no partial file."""
-    from zoo.outputs import new_file
-
-    return new_file(path, **options)
-
-
 def _score(args):
     """Score every row of a raw file through a preset's data contract (model.predict's reading,
     zoo.recipes.raw_rows.score_rows); write line, score (and label) as CSV (`--out -`: to stdout, and the
     account to stderr)."""
     import csv
 
+    from zoo.outputs import new_file
     from zoo.recipes.raw_rows import score_rows
 
     to_stdout = args.out == "-"
     with contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext():
         scored = score_rows(args.preset, args.file, history_from=args.history_from, batch_size=args.batch_size,
                             verbose=_progress())
-    with _output(args.out, newline="") if not to_stdout else contextlib.nullcontext(sys.stdout) as f:
+    with new_file(args.out, newline="") if not to_stdout else contextlib.nullcontext(sys.stdout) as f:
         writer = csv.writer(f)
         writer.writerow(["line", "score"] + (["label"] if scored.labels is not None else []))
         for i in range(len(scored.scores)):
@@ -311,6 +303,7 @@ def _request(args):
     import json
 
     from zoo.errors import ZooError
+    from zoo.outputs import new_file
     from zoo.serving.request import build_request
 
     from zoo import presets
@@ -325,7 +318,7 @@ def _request(args):
     if args.out is None:
         print(text)
         return
-    with _output(args.out) as f:
+    with new_file(args.out) as f:
         f.write(text + "\n")
     print(f"wrote {args.out}: the raw signature's inputs for lines {lines[0]}..{lines[-1]} of {args.file}; send it "
           f"with: curl -d @{args.out} http://localhost:8501/v1/models/<name>:predict")
@@ -336,6 +329,7 @@ def _spec(args):
     import json
 
     from zoo.datasets import spec_draft
+    from zoo.outputs import new_file
 
     spec = spec_draft.draft(args.file, label=args.label, time=args.time, user=args.user, item=args.item,
                             sample_rows=args.sample_rows, sequence_length=args.sequence_length,
@@ -344,7 +338,7 @@ def _spec(args):
     if args.out is None:
         print(text)
         return
-    with _output(args.out) as f:
+    with new_file(args.out) as f:
         f.write(text + "\n")
     guesses = sum(note.startswith("guess") or "; guess" in note for note in spec["notes"].values())
     print(f"wrote {args.out}: {len(spec['columns'])} column(s); {guesses} guess(es) noted in its 'notes' to check")
@@ -756,7 +750,7 @@ def _precheck_preset_rows(args):
     rows = getattr(args, "file", None) if not labelled else (None if args.data == "simulator" else args.data)
     label = spec.label.get("column")
     for path, optional in [(rows, () if labelled or not label else (label,))] + [
-            (earlier, (label,) if label and not (spec.feedback() or spec.statistics is not None) else ())
+            (earlier, (label,) if label and not spec.earlier_labels_read() else ())
             for earlier in getattr(args, "history_from", None) or []]:
         if path is None:
             continue

@@ -89,11 +89,8 @@ def _remove_stale(target):
         pid = leftover.name.rsplit("-", 1)[1]
         if not pid.isdigit() or _running(int(pid)):
             continue
-        if leftover.is_dir() and not leftover.is_symlink():
-            shutil.rmtree(leftover, ignore_errors=True)
-        else:
-            with contextlib.suppress(OSError):
-                leftover.unlink()
+        with contextlib.suppress(OSError):
+            _remove(leftover)
 
 
 def _running(pid):
@@ -121,20 +118,20 @@ def _remove(path):
 
 
 @contextlib.contextmanager
-def new_file(path, mode="w", **options):
+def new_file(path, **options):
     """`path` opened for writing through a temporary file beside it, renamed into place when the block ends:
     a write that fails (a full disk, a size limit) or a killed process leaves the target as it was, and
     the failure is an OSError naming `path`. A symbolic link is written through (its target is replaced);
     a device (/dev/null, /dev/full) is written in place."""
     target = Path(os.path.realpath(path))
     if target.exists() and not target.is_file():
-        with open(path, mode, **options) as stream:  # a device or a folder (refused by open itself)
+        with open(path, "w", **options) as stream:  # a device or a folder (refused by open itself)
             yield stream
         return
     _remove_stale(target)
     temporary = _temporary(target)
     try:
-        with open(temporary, mode, **options) as stream:
+        with open(temporary, "w", **options) as stream:
             yield stream
         os.replace(temporary, target)
     except BaseException as error:
@@ -144,7 +141,7 @@ def new_file(path, mode="w", **options):
 
 
 @contextlib.contextmanager
-def new_folder(path, *, what="the version directory"):
+def new_folder(path):
     """A temporary folder beside `path`, renamed to `path` when the block ends: `path` appears complete or not
     at all. `path` must be new or an empty folder; a temporary folder of a killed process is removed first,
     one another live process is writing refuses this one, and the final rename never merges into a folder
@@ -156,7 +153,7 @@ def new_folder(path, *, what="the version directory"):
     if others:
         raise ZooError(f"{path}: another process is writing it ({target.parent / others[0]}); wait for it or pick "
                        "a new version number")
-    _refuse_filled(path, target, what)
+    refuse_filled(path)
     temporary = _temporary(target)
     temporary.mkdir()
     try:
@@ -165,16 +162,19 @@ def new_folder(path, *, what="the version directory"):
             os.rename(temporary, target)  # replaces an empty folder; refused over a filled one
         except OSError as error:
             if error.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
-                raise ZooError(f"{path}: {what} was filled meanwhile; pick a new version number") from None
+                raise ZooError(f"{path}: the version directory was filled meanwhile; pick a new version "
+                               "number") from None
             raise
     except BaseException as error:
         shutil.rmtree(temporary, ignore_errors=True)
         raise _named(error, path)
 
 
-def _refuse_filled(path, target, what):
+def refuse_filled(path):
+    """Refuses a version folder `path` that exists and is not an empty folder."""
+    target = Path(path)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
-        raise ZooError(f"{path}: {what} is not empty; pick a new version number")
+        raise ZooError(f"{path}: the version directory is not empty; pick a new version number")
 
 
 def _exchange(a, b):

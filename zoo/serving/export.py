@@ -11,7 +11,7 @@ import keras
 
 from zoo import presets, registry
 from zoo.errors import ZooError
-from zoo.outputs import check_apart, new_folder
+from zoo.outputs import check_apart, new_folder, refuse_filled
 
 # Signature name -> the module under zoo.serving whose `endpoints(model, options)` builds it. A model
 # declares the ones it serves (besides serving_default) when it registers (`register(signatures=...)`).
@@ -60,8 +60,7 @@ def _check_target(path):
         raise ZooError(
             f"{path}: TF Serving loads <base>/<version>/ with a numeric version: end the path in one (e.g. {path}/1)"
         )
-    if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise ZooError(f"{path}: the version directory is not empty; pick a new version number")
+    refuse_filled(path)
     return path
 
 
