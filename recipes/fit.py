@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+import zoo.budget as budget
 from zoo import threads
 from zoo.datasets.pipeline import without_autotune_thread
 from zoo.errors import ZooError
@@ -254,6 +255,7 @@ def fit(
     keras.utils.set_random_seed(recipe.seeds[0])
     samples_per_row = _num_candidates(train) or 1
     rows = max(recipe.batch_size // samples_per_row, 1) if recipe.batch_size else None
+    budget.check_step(model, rows, training=True, where="fit")
     if _is_tf_data(train) and rows and getattr(train, "zoo_rows_per_batch", None) != rows:
         train = train.unbatch().batch(rows)  # a zoo pipeline already batched to the recipe's size is used as is
     # no tf.data autotuning thread: its join when an iterator ends stalled fit's return by seconds (see there)

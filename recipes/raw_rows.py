@@ -21,6 +21,7 @@ import os
 
 import numpy as np
 
+import zoo.budget as budget
 from zoo.errors import ZooError
 
 ScoredRows = collections.namedtuple("ScoredRows", ["scores", "lines", "labels", "info"])
@@ -52,6 +53,7 @@ def _scored(model, processed, batch_size, with_labels, verbose):
             f"the preprocessing's schema is not this {model.registered_name}'s: pass the preprocessing of the "
             "preset the model came from"
         )
+    budget.check_step(model, batch_size, training=False, where="score")
     dataset, _ = make_dataset(processed, "all", batch_size=batch_size, shuffle=False)
     # one predict over the whole read (Keras' compiled predict step per batch): a predict call per batch
     # cost about 0.1 s whatever its size, so 3,000 rows at --batch-size 1 took minutes

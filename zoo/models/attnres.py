@@ -25,6 +25,11 @@ class AttnRes(ZooModel):
     `introspect(features)` returns the alpha_{l,b} matrix (gamma entries are None).
     """
 
+    @staticmethod
+    def attention_scores(L, M, F, hyperparameters):
+        """Per row, head and layer (zoo.budget): each candidate's pass over [CLS], its F field tokens and L behaviour tokens."""
+        return M * (1 + F + L) ** 2
+
     def __init__(self, schema, num_layers=8, width=128, num_heads=4, num_blocks=8, weighting="softmax", dropout=0.1, **kwargs):
         connector = DeRes(
             num_layers=num_layers,

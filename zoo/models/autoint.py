@@ -44,6 +44,11 @@ class AutoInt(ZooModel):
         dice_momentum: moving-average decay of the BatchNorm/Dice statistics (used when mlp_units is set).
     """
 
+    @staticmethod
+    def attention_scores(L, M, F, hyperparameters):
+        """Per row, head and layer (zoo.budget): each candidate's attention among its F fields, and its read of the history."""
+        return M * F ** 2 + M * L
+
     def __init__(self, schema, num_layers=3, num_heads=2, head_dim=32, mlp_units=(), dice_momentum=0.9, **kwargs):
         inputs = schema.inputs()
         _, tokens = field_tokens("autoint", schema, inputs)  # [B, M, F, k]

@@ -61,6 +61,11 @@ class BST(ZooModel):
         dice_momentum: moving-average decay of the head's BatchNorm/Dice statistics.
     """
 
+    @staticmethod
+    def attention_scores(L, M, F, hyperparameters):
+        """Per row, head and layer (zoo.budget): each candidate's sequence: the L behaviours and the candidate, attending to each other."""
+        return M * (L + 1) ** 2
+
     def __init__(self, schema, num_heads=8, num_layers=1, position_dim=8, time_buckets=32, ffn_dim=None,
                  dropout=0.2, mlp_units=(200, 80), dice_momentum=0.9, **kwargs):
         name = "bst"

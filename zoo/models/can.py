@@ -47,6 +47,11 @@ class CAN(ZooModel):
         dice_momentum: moving-average decay of the head's BatchNorm/Dice statistics.
     """
 
+    @staticmethod
+    def attention_scores(L, M, F, hyperparameters):
+        """Per row, head and layer (zoo.budget): each candidate's target attention over the L behaviours."""
+        return M * L
+
     def __init__(self, schema, attention_units=(80, 40), micro_mlp_units=(8, 4), feed_dim=16, orders=3,
                  mlp_units=(200, 80), dice_momentum=0.9, **kwargs):
         name = "can"

@@ -24,6 +24,11 @@ class CTRTransformer(ZooModel):
         dropout: residual dropout in every Transformer layer while training (DeRes §4: 0.1).
     """
 
+    @staticmethod
+    def attention_scores(L, M, F, hyperparameters):
+        """Per row, head and layer (zoo.budget): each candidate's pass over [CLS], its F field tokens and L behaviour tokens."""
+        return M * (1 + F + L) ** 2
+
     def __init__(self, schema, num_layers=8, width=128, num_heads=4, residual_matrix="identity", dropout=0.1, **kwargs):
         connector = DeRes(
             num_layers=num_layers,

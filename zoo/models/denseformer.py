@@ -22,6 +22,11 @@ class DenseFormer(ZooModel):
         dropout: residual dropout in every Transformer layer while training (DeRes §4: 0.1).
     """
 
+    @staticmethod
+    def attention_scores(L, M, F, hyperparameters):
+        """Per row, head and layer (zoo.budget): each candidate's pass over [CLS], its F field tokens and L behaviour tokens."""
+        return M * (1 + F + L) ** 2
+
     def __init__(self, schema, num_layers=8, width=128, num_heads=4, dropout=0.1, **kwargs):
         connector = DenseFormerStack(num_layers=num_layers, num_heads=num_heads, dropout=dropout, name="connector")
         schema, inputs, pctr = ctr_transformer_graph(schema, connector, width)

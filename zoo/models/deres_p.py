@@ -31,6 +31,11 @@ class DeResP(ZooModel):
             `deres` recipe's value, hence the default).
     """
 
+    @staticmethod
+    def attention_scores(L, M, F, hyperparameters):
+        """Per row, head and layer (zoo.budget): each candidate's pass over [CLS], its F field tokens and L behaviour tokens."""
+        return M * (1 + F + L) ** 2
+
     def __init__(
         self,
         schema,

@@ -43,6 +43,11 @@ class DIN(ZooModel):
         dice_momentum: moving-average decay of the BatchNorm/Dice statistics.
     """
 
+    @staticmethod
+    def attention_scores(L, M, F, hyperparameters):
+        """Per row, head and layer (zoo.budget): each candidate's target attention over the L behaviours."""
+        return M * L
+
     def __init__(self, schema, attention_units=(80, 40), mlp_units=(200, 80), dice_momentum=0.9, **kwargs):
         schema.require("din", groups=("hist", "cand"))
         inputs = schema.inputs()

@@ -61,6 +61,11 @@ class ETA(ZooModel):
         dice_momentum: moving-average decay of the head's BatchNorm/Dice statistics.
     """
 
+    @staticmethod
+    def attention_scores(L, M, F, hyperparameters):
+        """Per row, head and layer (zoo.budget): each candidate's retrieval and attention over the L behaviours."""
+        return M * L
+
     def __init__(self, schema, k=50, num_bits=64, num_heads=2, attention_dim=32, time_embedding_dim=8,
                  mlp_units=(200, 80), dice_momentum=0.9, **kwargs):
         name = "eta"

@@ -52,6 +52,11 @@ class HSTU(ZooModel):
         dice_momentum: moving-average decay of the head's BatchNorm/Dice statistics.
     """
 
+    @staticmethod
+    def attention_scores(L, M, F, hyperparameters):
+        """Per row, head and layer (zoo.budget): the L behaviours with the M candidates appended."""
+        return (L + M) ** 2
+
     def __init__(self, schema, num_layers=2, num_heads=2, attention_dim=25, linear_dim=25, mlp_units=(200, 80),
                  dice_momentum=0.9, **kwargs):
         name = "hstu"

@@ -50,6 +50,11 @@ class LLaMA(ZooModel):
         dice_momentum: moving-average decay of the head's BatchNorm/Dice statistics.
     """
 
+    @staticmethod
+    def attention_scores(L, M, F, hyperparameters):
+        """Per row, head and layer (zoo.budget): causal self-attention over the L behaviours, then each candidate's readout."""
+        return L ** 2 + M * L
+
     required = ("ffn_dim",)  # (its rule admits None, bst's default: these need a width)
 
     def __init__(self, schema, width=32, num_heads=2, num_layers=2, ffn_dim=64, dropout=0.0, mlp_units=(200, 80),

@@ -42,6 +42,11 @@ class MHC(ZooModel):
         dropout: residual dropout on every sublayer output while training (DeRes §4: 0.1).
     """
 
+    @staticmethod
+    def attention_scores(L, M, F, hyperparameters):
+        """Per row, head and layer (zoo.budget): each candidate's pass over [CLS], its F field tokens and L behaviour tokens."""
+        return M * (1 + F + L) ** 2
+
     def __init__(
         self,
         schema,

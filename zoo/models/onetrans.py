@@ -65,6 +65,11 @@ class OneTrans(ZooModel):
         mlp_units: hidden widths of the prediction MLP.  dice_momentum: its BatchNorm/Dice decay.
     """
 
+    @staticmethod
+    def attention_scores(L, M, F, hyperparameters):
+        """Per row, head and layer (zoo.budget): the L behaviour tokens and each candidate's NS-tokens in one causal sequence."""
+        return (L + M * hyperparameters['num_ns_tokens']) ** 2
+
     def __init__(
         self,
         schema,

@@ -70,6 +70,11 @@ class ReST(ZooModel):
         time_granularities: τ_h in seconds per encoder head (0 = RoPE), or None for the default.
     """
 
+    @staticmethod
+    def attention_scores(L, M, F, hyperparameters):
+        """Per row, head and layer (zoo.budget): the encoder's self-attention over the L behaviours, the decoder's cross-attention."""
+        return L ** 2 + M * L
+
     def __init__(
         self,
         schema,

@@ -66,6 +66,11 @@ class SASRec(ZooModel):
         dice_momentum: moving-average decay of the head's BatchNorm/Dice statistics.
     """
 
+    @staticmethod
+    def attention_scores(L, M, F, hyperparameters):
+        """Per row, head and layer (zoo.budget): self-attention over the L behaviours, then each candidate's read of them."""
+        return L ** 2 + M * L
+
     def __init__(self, schema, width=50, num_heads=1, num_layers=2, dropout=0.2, mlp_units=(200, 80),
                  dice_momentum=0.9, **kwargs):
         name = "sasrec"

@@ -130,6 +130,11 @@ class SUAN(ZooModel):
             code (True), or one per UAB (False); see SuanEncoder.
     """
 
+    @staticmethod
+    def attention_scores(L, M, F, hyperparameters):
+        """Per row, head and layer (zoo.budget): the target-aware sequence: the L behaviours and the M candidates appended."""
+        return (L + M) ** 2
+
     def __init__(self, schema, num_layers=2, num_heads=2, mlp_units=(1024, 512, 256), dice_momentum=0.9,
                  alignment_pool="causal", sample_rate=1.0, window_size=None, dilation=1, parallel_candidates=1,
                  share_relative_bias=True, **kwargs):

@@ -80,6 +80,11 @@ class TokenMixerLarge(ZooModel):
         mlp_units: hidden widths of the prediction MLP.  dice_momentum: its BatchNorm/Dice decay.
     """
 
+    @staticmethod
+    def attention_scores(L, M, F, hyperparameters):
+        """Per row, head and layer (zoo.budget): each candidate's target-attention view of the L behaviours."""
+        return M * L
+
     def __init__(
         self,
         schema,

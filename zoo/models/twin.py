@@ -51,6 +51,11 @@ class TWIN(ZooModel):
         dice_momentum: moving-average decay of the head's BatchNorm/Dice statistics.
     """
 
+    @staticmethod
+    def attention_scores(L, M, F, hyperparameters):
+        """Per row, head and layer (zoo.budget): each candidate's relevance over the L behaviours."""
+        return M * L
+
     def __init__(self, schema, k=100, num_heads=4, head_dim=16, time_embedding_dim=8, mlp_units=(200, 80),
                  dice_momentum=0.9, **kwargs):
         name = "twin"

@@ -129,6 +129,13 @@ class ZooModel(backend_kernels.RowSteps, keras.Model):
 
     registered_name = None
     required = ()  # hyperparameters whose rule admits None (zoo.hyperparameters) that this model needs a value for
+    @staticmethod
+    def attention_scores(L, M, F, hyperparameters):
+        """Attention scores one row holds per head and layer, for the step's memory budget (zoo.budget), from
+        L (history), M (candidates), F (fields outside the history) and the hyperparameters: 0 for a model
+        with no attention over the history. Each model with attention states its own."""
+        return 0
+
     preprocessor = None  # a preset's data contract (zoo.datasets.Preprocessor), attached by zoo.load / zoo.get
 
     def __init__(self, inputs, outputs, calibration=None, **kwargs):
@@ -350,16 +357,46 @@ class ZooModel(backend_kernels.RowSteps, keras.Model):
                 features = self.checked(inputs)
                 with guards.entry_lock(self):
                     return super().__call__(features, *args[1:], **kwargs)
+            self._warn_repairs(inputs)
         elif isinstance(inputs, (list, tuple, np.ndarray)) and not any(map(_is_tensor, keras.tree.flatten(inputs))):
             raise ZooError(f"features must be a dict of named arrays, got {type(inputs).__name__}")
         return super().__call__(*args, **kwargs)
 
     def call(self, inputs, training=None, mask=None, **kwargs):
-        """The functional graph; a dict must hold exactly the Schema's keys (under JAX, predict and fit
-        reach the graph through here, not through `__call__`)."""
+        """The functional graph, behind the request guard the exported signatures run (zoo/serving/guard.py):
+        an id outside [0, vocabulary_size) (a negative one too) reads the OOV row, a NaN or infinite numeric
+        reads 0 (the transformed feature's fill, its mean once standardised), a numeric beyond +-1e9 is
+        clipped. The checked entry points (predict, fit, evaluate, a dict of NumPy arrays) refuse such
+        values before they get here; `model(tensors)`, the plain Keras call, is repaired (and warned,
+        `_warn_repairs`) as a server would. A dict must hold exactly the Schema's keys (under JAX, predict
+        and fit reach the graph through here, not through `__call__`)."""
         if isinstance(inputs, dict):
+            from zoo.serving import guard
+
             self.schema.check_keys(inputs)
+            inputs, _ = guard.repair(self.schema, inputs)
         return super().call(inputs, training=training, mask=mask, **kwargs)
+
+    def _warn_repairs(self, features):
+        """Warns (one line) when a plain call's concrete tensors hold values `call` repairs, with their counts
+        (the exported signatures' `repaired_ids` and `repaired_numerics`); traced tensors pass silently."""
+        import warnings
+
+        from zoo.serving import guard
+
+        if any(isinstance(value, keras.KerasTensor) for value in features.values()):
+            return
+        try:
+            _, counts = guard.repair(self.schema, {k: v for k, v in features.items() if k in set(self.schema.keys())})
+            ids, numerics = (int(np.sum(keras.ops.convert_to_numpy(counts[key])))
+                             for key in ("repaired_ids", "repaired_numerics"))
+        except Exception:  # a traced call (tf.function, jax.jit): its values cannot be counted here
+            return
+        if ids or numerics:
+            warnings.warn(f"{self.registered_name}: {ids} id(s) outside their vocabulary read the OOV row and "
+                          f"{numerics} non-finite or out-of-range numeric(s) were repaired, as the exported "
+                          "signatures do (repaired_ids, repaired_numerics); predict refuses them instead",
+                          stacklevel=3)
 
     def checked(self, features):
         """`features` validated for this model: `Schema.validate` (every scoring entry point's checks,

@@ -1,5 +1,6 @@
 import inspect
 import re
+import warnings
 
 import keras
 import numpy as np
@@ -117,6 +118,38 @@ class KerasDataPathTest(TestCase):
         history = self.model.fit(self.dataset(self.features), validation_data=self.dataset(self.features), epochs=1,
                                  verbose=0)
         self.assertTrue(np.isfinite(history.history["loss"][0]))
+
+
+class PlainCallTest(TestCase):
+    """`model(tensors)`, Keras' plain call, scores bad values as a server's signature does (zoo/serving/guard.py):
+    a negative or too large id reads the OOV row, a NaN numeric reads 0, with a warning counting them. (A -1
+    read the last row Python-style but a -2 a real item's, NaN scored NaN and 10**6 raised a backend
+    traceback.)"""
+
+    def test_bad_ids_read_the_oov_row_and_nan_numerics_the_fill(self):
+        simulator = small_simulator()
+        model = registry.entry("din").cls(simulator.schema, **SMALL["din"])
+        features, _ = simulator.sample(4, seed=1)
+        oov = simulator.schema.feature("cand_item_id").vocabulary_size - 1
+        expected = {k: v.copy() for k, v in features.items()}
+        expected["cand_item_id"][:2] = oov
+        expected["hist_item_id"][1, -1] = oov
+        expected["num_price"][3] = 0.0
+        reference = model.predict(expected, verbose=0)
+        bad = {k: v.copy() for k, v in features.items()}
+        bad["cand_item_id"][0] = -2
+        bad["cand_item_id"][1] = 10**6
+        bad["hist_item_id"][1, -1] = -1
+        bad["num_price"][3] = np.nan
+        with self.assertWarns(UserWarning) as caught:
+            scores = model({k: keras.ops.convert_to_tensor(v) for k, v in bad.items()})
+        self.assertIn("din: 3 id(s) outside their vocabulary read the OOV row and 1 non-finite", str(caught.warning))
+        self.assertAllClose(keras.ops.convert_to_numpy(scores), reference, atol=1e-6)
+        self.assertEqual(model.predict(features, verbose=0).shape, (4, 1))  # good values: no warning, no change
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            model({k: keras.ops.convert_to_tensor(v) for k, v in features.items()})
+        self.assertEqual([str(w.message) for w in seen if "repaired" in str(w.message)], [])
 
 
 class TagsFeatureTest(TestCase):
