@@ -28,6 +28,7 @@ copied to `<out>/preset`.
 """
 
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -35,11 +36,12 @@ from pathlib import Path
 import numpy as np
 
 from zoo.errors import ZooError
+from zoo.outputs import fingerprint, new_file, replacing_folder
 from zoo.recipes import baselines as baseline_recipes
 from zoo.recipes.evaluate import predict_rows, scoring_batch
 from zoo.recipes.metrics import auc, bootstrap_aucs, check_two_classes, gauc, logloss, paired_bootstrap
 from zoo.recipes.protocols import get_recipe
-from zoo.recipes.reproduce import Reproduction, Row, Table, _slug, _t95
+from zoo.recipes.reproduce import Reproduction, Row, Table, _slug, _t95, save_array
 from zoo.recipes.train import folder_lock
 
 PATIENCE = 2  # epochs without a better validation AUC before a run on a team's own log stops
@@ -89,6 +91,12 @@ class Comparison(Reproduction):
             check_two_classes(self.later_processed().column("all", "labels").reshape(-1), f"the rows of {later}")
 
     # -- cells --------------------------------------------------------------------------------------
+    def dependencies(self, row, seed, grid_point=None):
+        """Reproduction's, and the spec, the training options, the later file and the histories' source."""
+        return {**super().dependencies(row, seed, grid_point), "spec": self.spec, "training": self.training,
+                "later": fingerprint([self.later]) if self.later is not None else None,
+                "history_from": self.history_from}
+
     def _recipe(self, row, seed, grid_point=None):
         recipe = get_recipe(super()._recipe(row, seed, grid_point), **self.training)
         if recipe.early_stopping_patience is None:
@@ -123,9 +131,9 @@ class Comparison(Reproduction):
                                       shuffle=False)
             later_labels, later_scores, _ = predict_rows(model, dataset)
             result["later_seconds"] = round(time.perf_counter() - scoring, 4)
-            np.save(directory / f"seed{seed}_later_scores.npy", later_scores.astype("float32"))
-            np.save(self.out / "later_labels.npy", later_labels.astype("float32"))
-            np.save(self.out / "later_lines.npy", later.source_lines("all"))  # each scored row's file line
+            save_array(directory / f"seed{seed}_later_scores.npy", later_scores.astype("float32"))
+            save_array(self.out / "later_labels.npy", later_labels.astype("float32"))
+            save_array(self.out / "later_lines.npy", later.source_lines("all"))  # each scored row's file line
             result["later_auc"] = auc(later_labels, later_scores)
         model.save_to_preset(str(directory / f"seed{seed}_preset"), preprocessing=self.processed.preprocessing(),
                              metadata={"compare": {"seed": seed, "val_auc": result["val_auc"],
@@ -202,10 +210,12 @@ class Comparison(Reproduction):
             board["winner"] = {"model": winner["model"], "seed": winner["best_seed"], "preset": str(self.out / "preset"),
                                "chosen_by": "the best mean validation AUC"}
             if source.exists():
-                shutil.rmtree(self.out / "preset", ignore_errors=True)
-                shutil.copytree(source, self.out / "preset")
-        (self.out / "leaderboard.json").write_text(json.dumps(board, indent=2))
-        (self.out / "leaderboard.md").write_text(markdown(board))
+                old = self.out / "preset"
+                with replacing_folder(old, owned=tuple(os.listdir(old)) if old.is_dir() else ()) as scratch:
+                    shutil.copytree(source, scratch, dirs_exist_ok=True)
+        for name, text in (("leaderboard.json", json.dumps(board, indent=2)), ("leaderboard.md", markdown(board))):
+            with new_file(self.out / name) as f:
+                f.write(text)
         if board["models"]:
             from zoo.recipes import plots
 

@@ -12,6 +12,9 @@ from zoo.recipes.baselines import PRIOR_ROWS
 from zoo.recipes.metrics import auc
 
 
+TIMINGS = ("samples_per_second", "scoring_us_per_row")  # measured again when a cell is trained again
+
+
 def read(path):
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
@@ -77,15 +80,29 @@ class CompareTest(TestCase):
         self.assertAlmostEqual(report["auc"], auc(np.load(os.path.join(out, "later_labels.npy")), kept), places=5)
         for row in report["baselines"]["rows"]:
             self.assertAlmostEqual(row["auc"], board["baselines"]["later"][row["name"]]["auc"], places=10)
-        # a rerun (here from the command line) trains nothing and gives the same leaderboard
+        # a rerun trains nothing and gives the same leaderboard
+        lines.clear()
+        again = zoo.recipes.compare(["din", "deepfm"], log, spec, out, **options)
+        self.assertEqual([line.endswith("kept") for line in lines], [True] * 4)
+        self.assertEqual(json.dumps(again["models"]), json.dumps(board["models"]))
+        self.assertTrue(os.path.isfile(os.path.join(out, "leaderboard.png")))
+        # a run killed during a cell (its result is written last, so it is missing) trains that cell again
+        # and gives the uninterrupted leaderboard
+        os.remove(os.path.join(out, "cells", "din", "seed1.json"))
+        lines.clear()
+        resumed = zoo.recipes.compare(["din", "deepfm"], log, spec, out, **options)
+        self.assertEqual([line.endswith("kept") for line in lines], [True, True, False, True])
+        self.assertEqual(*(json.dumps([{k: v for k, v in m.items() if k not in TIMINGS} for m in b["models"]])
+                           for b in (resumed, board)))
+        # a rerun with other options (here the command line, at the models' default sizes and one seed) trains
+        # its cells again instead of mixing in the kept ones, and the leaderboard holds this run's seeds only
         status, printed, error = run_cli("compare", "din", "deepfm", "--data", log, "--spec", spec, "--out", out,
-                                         "--seeds", "2", "--epochs", "1", "--later", later)
+                                         "--seeds", "1", "--epochs", "1", "--later", later)
         self.assertEqual(status, 0, error)
+        self.assertIn("din seed 0: the kept cell was made from other data or options; trained again", printed)
         self.assertIn("| baseline: item + user |", printed)
         with open(os.path.join(out, "leaderboard.json")) as f:
-            again = json.load(f)
-        self.assertEqual(again["models"], json.loads(json.dumps(board["models"])))
-        self.assertTrue(os.path.isfile(os.path.join(out, "leaderboard.png")))
+            self.assertEqual([m["seeds"] for m in json.load(f)["models"]], [1, 1])
         status, _, error = run_cli("compare", "dinn", "--data", log, "--spec", spec)
         self.assertEqual((status, error.strip()), (2, "error: unknown model 'dinn' (known: " + error.split("(known: ")[1].strip()))
 

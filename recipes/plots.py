@@ -1,5 +1,7 @@
 """Report figures (matplotlib, written as PNG files; nothing is shown on screen)."""
 
+import os
+
 import numpy as np
 
 
@@ -13,6 +15,15 @@ def _pyplot():
 
 
 _LABELS = {"loss": "loss (the training objective)", "logloss": "LogLoss", "auc": "AUC"}
+
+
+def _save(figure, path, dpi):
+    """figure.savefig written whole (zoo.outputs.new_file: a temporary file renamed into place; a failure
+    leaves no partial image and names `path`), in the format of the path's suffix."""
+    from zoo.outputs import new_file
+
+    with new_file(path, binary=True) as stream:
+        figure.savefig(stream, dpi=dpi, format=os.path.splitext(str(path))[1][1:].lower() or "png")
 
 
 def _merge_identical_loss(history):
@@ -66,7 +77,7 @@ def training_curves(history, path, step_history=None):
         axis.grid(alpha=0.3)
         axis.legend(fontsize=8)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    _save(figure, path, dpi=110)
     plt.close(figure)
 
 
@@ -93,7 +104,7 @@ def roc_curve(labels, scores, path):
     axis.grid(alpha=0.3)
     axis.legend(loc="lower right", fontsize=8)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    _save(figure, path, dpi=110)
     plt.close(figure)
 
 
@@ -125,7 +136,7 @@ def reliability_diagram(calibration, path):
     axis.grid(alpha=0.3)
     axis.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, fontsize=7)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    _save(figure, path, dpi=110)
     plt.close(figure)
 
 
@@ -147,7 +158,7 @@ def score_histograms(labels, scores, path, bins=40):
     axis.legend(fontsize=8)
     axis.grid(alpha=0.3)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    _save(figure, path, dpi=110)
     plt.close(figure)
 
 
@@ -183,7 +194,7 @@ def alpha_heatmap(alpha, path):
     axis.set_title("mean alpha[l, b] (hatched: block not formed yet at layer l)", fontsize=10)
     figure.colorbar(image, label="mean alpha over tokens")
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    _save(figure, path, dpi=110)
     plt.close(figure)
 
 
@@ -205,7 +216,7 @@ def gate_per_layer(gamma_mean, path, gamma_std=None):
     axis.grid(alpha=0.3)
     axis.legend(fontsize=8)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    _save(figure, path, dpi=110)
     plt.close(figure)
 
 
@@ -235,7 +246,7 @@ def history_attention(stats, path):
                    f"(batch row {stats['row']}){skipped}", fontsize=10)
     figure.colorbar(image, label="attention weight")
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    _save(figure, path, dpi=110)
     plt.close(figure)
 
 
@@ -281,7 +292,7 @@ def rote_positions(stats, path):
     for h, value in enumerate(distinct):
         right.text(value, h, f" {int(value)}", va="center", fontsize=8)
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    _save(figure, path, dpi=110)
     plt.close(figure)
 
 
@@ -302,7 +313,7 @@ def scaling_law(fit, path):
     axis.set_ylabel("AUC")
     axis.legend()
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
+    _save(figure, path, dpi=100)
     plt.close(figure)
 
 
@@ -319,7 +330,7 @@ def table_auc(rows, path):
     axis.set_xlim(max(0.5, lowest - 0.01), float(means.max()) + 0.01)
     axis.set_xlabel("test AUC (mean, 95% CI over seeds)")
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
+    _save(figure, path, dpi=100)
     plt.close(figure)
 
 
@@ -343,5 +354,5 @@ def leaderboard(board, path):
         axis.set_xlabel(f"{name} AUC (mean ± s.d. over seeds)")
         axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, frameon=False)
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
+    _save(figure, path, dpi=100)
     plt.close(figure)

@@ -25,6 +25,7 @@ residual-only Transformer and DenseFormer).
 """
 
 import dataclasses
+import hashlib
 import itertools
 import json
 import time
@@ -34,6 +35,7 @@ import keras
 import numpy as np
 
 from zoo.errors import ZooError
+from zoo.outputs import fingerprint, new_file
 from zoo.recipes import plots
 from zoo.recipes.evaluate import predict_rows
 from zoo.recipes.fit import data_options, fit, model_overrides
@@ -193,6 +195,12 @@ def get_table(name):
     return TABLES[name]
 
 
+def save_array(path, array):
+    """np.save written whole (a temporary file beside `path`, renamed into place)."""
+    with new_file(path, binary=True) as f:
+        np.save(f, array)
+
+
 def _slug(label):
     return "".join(c if c.isalnum() else "_" for c in label).strip("_").lower()
 
@@ -286,23 +294,44 @@ class Reproduction:
                     hp[key] = 2
         return hp
 
+    def dependencies(self, row, seed, grid_point=None):
+        """What one cell's result depends on: the table's row, the seed and grid point, the data (its files'
+        paths, sizes and modification times) and every option that changes training or scoring, and the
+        backend. A kept cell whose dependencies differ is trained again, never mixed into the summary."""
+        return {"table": self.table.name, "row": dataclasses.asdict(row), "seed": seed, "grid_point": grid_point,
+                "data": self.data, "files": fingerprint([self.path]), "epochs": self.epochs, "smoke": self.smoke,
+                "max_rows": self.max_rows, "data_options": self.data_options, "backend": keras.backend.backend()}
+
+    def cell_key(self, row, seed, grid_point=None):
+        """A digest of the cell's `dependencies`, kept in its result as "key"."""
+        text = json.dumps(self.dependencies(row, seed, grid_point), sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
     def run_cell(self, row, seed, grid_point=None, tag=None):
-        """Trains and tests one (row, seed[, grid point]) cell; returns its result dict (from disk when done)."""
+        """Trains and tests one (row, seed[, grid point]) cell; returns its result dict (from disk when kept
+        with the same `cell_key`; each file written whole, the result last, so a killed cell is trained again)."""
         directory = self.out / "cells" / _slug(row.label)
         name = tag or f"seed{seed}"
         result_path = directory / f"{name}.json"
+        key = self.cell_key(row, seed, grid_point)
         if result_path.exists():
-            return json.loads(result_path.read_text())
+            kept = json.loads(result_path.read_text())
+            if kept.get("key") == key:
+                return kept
+            self.log(f"{row.label} seed {seed}: the kept cell was made from other data or options; trained again")
+            result_path.unlink()
         model, result, labels, scores = self.train_cell(row, seed, grid_point)
+        result["key"] = key
         directory.mkdir(parents=True, exist_ok=True)
-        np.save(directory / f"{name}_scores.npy", scores.astype("float32"))
+        save_array(directory / f"{name}_scores.npy", scores.astype("float32"))
         labels_path = self.out / "test_labels.npy"
         if labels_path.exists():
             if not np.array_equal(np.load(labels_path), labels.astype("float32")):
                 raise ZooError(f"{row.label}: the test rows differ from the other cells' (changed data or options?)")
         else:
-            np.save(labels_path, labels.astype("float32"))
-        result_path.write_text(json.dumps(result, indent=2))
+            save_array(labels_path, labels.astype("float32"))
+        with new_file(result_path) as f:
+            f.write(json.dumps(result, indent=2))
         return result
 
     def train_cell(self, row, seed, grid_point=None):
@@ -364,7 +393,8 @@ class Reproduction:
             self.log(f"  {row.label} grid {i + 1}/{len(points)} {point}: validation AUC {result['val_auc']:.4f}")
         best = points[int(np.argmax([r["val_auc"] for r in results]))]
         directory.mkdir(parents=True, exist_ok=True)
-        chosen.write_text(json.dumps({"best": best, "points": points, "val_auc": [r["val_auc"] for r in results]}, indent=2))
+        with new_file(chosen) as f:
+            f.write(json.dumps({"best": best, "points": points, "val_auc": [r["val_auc"] for r in results]}, indent=2))
         return best
 
     # -- the table ----------------------------------------------------------------------------------
@@ -406,9 +436,19 @@ class Reproduction:
         return self.summarise()
 
     def _results(self, row):
+        """(results, test scores) of `row`'s kept seed cells that belong to this run: its seeds (all kept
+        ones when the run names none) and the same `cell_key` (a cell left by a run on other data or
+        options is not summarised)."""
         directory = self.out / "cells" / _slug(row.label)
         found = sorted(directory.glob("seed*.json")) if directory.exists() else []
-        return [json.loads(p.read_text()) for p in found], [np.load(p.with_name(p.stem + "_scores.npy")) for p in found]
+        kept = []
+        for path in found:
+            result = json.loads(path.read_text())
+            if self.seeds is not None and result["seed"] not in self.seeds:
+                continue
+            if result.get("key") == self.cell_key(row, result["seed"], result.get("grid_point")):
+                kept.append((result, np.load(path.with_name(path.stem + "_scores.npy"))))
+        return [result for result, _ in kept], [scores for _, scores in kept]
 
     def summarise(self):
         """table.json, table.md and auc.png from every row's finished cells (a run limited to some rows
@@ -463,8 +503,9 @@ class Reproduction:
                    "claims": self.table.claims, "rows": rows, "smoke": self.smoke}
         if self.table.scaling_law:
             summary["fits"] = self._scaling_fits(rows)
-        (self.out / "table.json").write_text(json.dumps(summary, indent=2))
-        (self.out / "table.md").write_text(markdown(summary))
+        for name, text in (("table.json", json.dumps(summary, indent=2)), ("table.md", markdown(summary))):
+            with new_file(self.out / name) as f:
+                f.write(text)
         if rows:
             plots.table_auc(rows, self.out / "auc.png")
         return summary

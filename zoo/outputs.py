@@ -55,6 +55,17 @@ def _files(path):
             yield os.path.join(folder, name)
 
 
+def fingerprint(inputs):
+    """[(real path, size, modification time in ns)] of every file of `inputs` (files, folders or globs),
+    sorted: what a kept result computed from them depends on (a changed or replaced file changes it)."""
+    found = set()
+    for given in _expanded(inputs):
+        for path in _files(given):
+            status = os.stat(path)
+            found.add((os.path.realpath(path), status.st_size, status.st_mtime_ns))
+    return sorted(found)
+
+
 def check_apart(output, inputs, *, flag="--out", folder=False):
     """Refuses in one line an `output` that would write over one of the command's `inputs` (files, folders
     or globs), whatever its spelling (relative, ./x, a symbolic or hard link). A file output (`folder=False`)
@@ -118,20 +129,20 @@ def _remove(path):
 
 
 @contextlib.contextmanager
-def new_file(path, **options):
-    """`path` opened for writing through a temporary file beside it, renamed into place when the block ends:
+def new_file(path, binary=False, **options):
+    """`path` opened for writing (`binary`: in bytes) through a temporary file beside it, renamed into place when the block ends:
     a write that fails (a full disk, a size limit) or a killed process leaves the target as it was, and
     the failure is an OSError naming `path`. A symbolic link is written through (its target is replaced);
     a device (/dev/null, /dev/full) is written in place."""
     target = Path(os.path.realpath(path))
     if target.exists() and not target.is_file():
-        with open(path, "w", **options) as stream:  # a device or a folder (refused by open itself)
+        with open(path, "wb" if binary else "w", **options) as stream:  # a device or a folder (refused by open itself)
             yield stream
         return
     _remove_stale(target)
     temporary = _temporary(target)
     try:
-        with open(temporary, "w", **options) as stream:
+        with open(temporary, "wb" if binary else "w", **options) as stream:
             yield stream
         os.replace(temporary, target)
     except BaseException as error:
