@@ -406,7 +406,9 @@ class RawPreprocessing:
             fields = {f"hist_{field}": (columns[field], inputs[by_column[(columns[field], "history")]])
                       for field in spec.history["fields"]}
             if spec.feedback():
-                fields["hist_feedback"] = (spec.label["column"], inputs[by_column[(spec.label["column"], "history")]])
+                labels = inputs[by_column[(spec.label["column"], "history")]]
+                fields["hist_feedback"] = (spec.label["column"], self.labelled_history(
+                    labels, inputs[by_column[(spec.time["column"], "history")]], by_column))
             history, oov, cut = self._history(fields, inputs[by_column[(spec.time["column"], "history")]],
                                               request_time)
             features.update(history)
@@ -433,6 +435,23 @@ class RawPreprocessing:
         zero = tf.zeros(batch, tf.int32)
         return (features, tf.add_n(unknown) if unknown else zero, cut,
                 tf.add_n(self.repaired) if self.repaired else zero)
+
+
+    def labelled_history(self, labels, times, by_column):
+        """`labels` (history_<label> [B, H]), refused in one line when the request sends history entries (a
+        time) and not one of them carries its label: the client read its history from rows without the
+        label column, and the preset's feedback and user statistics would silently read none (the engine
+        refuses such an earlier log alike). Single "" labels stay unknown (hist_feedback 3), as in a log."""
+        import tensorflow as tf
+
+        entries = tf.not_equal(tf.strings.strip(times), "")
+        labelled = tf.logical_and(entries, tf.not_equal(tf.strings.strip(labels), ""))
+        name = by_column[(self.spec.label["column"], "history")]
+        check = tf.debugging.Assert(tf.logical_or(tf.logical_not(tf.reduce_any(entries)), tf.reduce_any(labelled)), [
+            f"{name} is empty on every history entry of the request: the history of this preset reads the label "
+            f"of each earlier row ({self.spec.label['column']}, as the log writes it); send it with the rows"])
+        with tf.control_dependencies([check]):
+            return tf.identity(labels)
 
 
 def endpoints(model, options):

@@ -208,6 +208,18 @@ except tf.errors.InvalidArgumentError as error:
             wrong = dict(inputs, ts=np.array([inputs["ts"][0]] * 3 + [time]))
             self.assertEqual(self.call_raw(path, wrong)["error"], "assertion failed: [the request time ts holds a "
                                                                    "value that is not an ISO 8601 time from 1970 to 2262]")
+        # history entries sent without their labels (a client that read its history from rows lacking the
+        # label column): one line, where feedback and the user's statistics would read nothing
+        body, _ = build_request(self.state, self.later, 4, history_from=[self.log])
+        inputs = {k: np.asarray(v, dtype=str) for k, v in body["inputs"].items()}
+        self.assertTrue((inputs["history_ts"][0] != "").any())
+        unlabelled = dict(inputs, history_clicked=np.full_like(inputs["history_clicked"], ""))
+        self.assertEqual(self.call_raw(path, unlabelled)["error"], "assertion failed: [history_clicked is empty on "
+                         "every history entry of the request: the history of this preset reads the label of each earlier "
+                         "row (clicked, as the log writes it); send it with the rows]")
+        some = inputs["history_clicked"].copy()
+        some[0, :] = ""  # one row's labels unknown: scored, as a log's empty labels are
+        self.assertIn("values", self.call_raw(path, dict(inputs, history_clicked=some)))
 
     def test_lightsuan_any_number_of_candidates(self):
         self.check("lightsuan", candidates=(1, 3, 9))
