@@ -702,8 +702,9 @@ def _precheck(args):
 
 def _precheck_outputs(args):
     """Refuses an output that is one of the command's inputs (zoo.outputs.check_apart), whatever its
-    spelling: score's, request's and spec draft's --out file; fit's and calibrate's --out folder (calibrate
-    may rewrite the preset it reads: the preset is swapped whole). Export's path is checked by zoo.export."""
+    spelling: score's, request's and spec draft's --out file, evaluate's --report; the --out folder of fit,
+    compare, reproduce and calibrate (calibrate may rewrite the preset it reads: the preset is swapped
+    whole), evaluate's --plots, tune's --dir and --save-best. Export's path is checked by zoo.export."""
     from zoo.outputs import check_apart
 
     out = getattr(args, "out", None)
@@ -713,11 +714,18 @@ def _precheck_outputs(args):
         getattr(args, "history_from", None) or [])
     if getattr(args, "data", None) and os.path.exists(args.data):
         inputs.append(args.data)
+    for flag, value in (("--report", getattr(args, "report", None)), ("--save-best", getattr(args, "save_best", None))):
+        if value is not None:  # evaluate's report file; tune's best preset folder
+            check_apart(value, inputs + [preset, getattr(args, "warm_start", None)], flag=flag,
+                        folder=flag == "--save-best")
+    for flag, value in (("--plots", getattr(args, "plots", None)), ("--dir", getattr(args, "dir", None))):
+        if value is not None:  # evaluate's figures; tune's search folder
+            check_apart(value, inputs + [preset, getattr(args, "warm_start", None)], flag=flag, folder=True)
     if out is None or (out == "-" and args.command == "score"):
         return
     if args.command in ("score", "request", "spec"):
         check_apart(out, inputs + [preset])
-    elif args.command == "fit":
+    elif args.command in ("fit", "compare", "reproduce"):
         check_apart(out, inputs, folder=True)
     elif args.command == "calibrate":
         own = preset is not None and os.path.isdir(out) and os.path.samefile(out, preset)

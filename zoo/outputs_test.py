@@ -193,7 +193,14 @@ class CommandsTest(TestCase):
                  ("request", str(preset), log, "--out", log),
                  ("spec", "draft", log, "--label", "clicked", "--out", str(folder / "hard.csv")),
                  ("fit", "din", "--data", log, "--spec", str(spec), "--out", str(folder)),
-                 ("calibrate", str(preset), "--data", log, "--out", str(folder))]
+                 ("calibrate", str(preset), "--data", log, "--out", str(folder)),
+                 ("evaluate", str(preset), "--data", log, "--report", log),
+                 ("evaluate", str(preset), "--data", log, "--report", str(preset / "config.json")),
+                 ("evaluate", str(preset), "--data", log, "--plots", str(preset)),
+                 ("compare", "din", "--data", log, "--spec", str(spec), "--out", str(folder)),
+                 ("reproduce", "rest-table2", "--path", str(folder), "--out", str(folder / "results")),
+                 ("tune", "lightsuan", "--data", log, "--spec", str(spec), "--search", "k", "--dir", str(folder)),
+                 ("tune", "lightsuan", "--data", log, "--spec", str(spec), "--search", "k", "--save-best", str(folder))]
         for argv in cases:
             status, _, err = run(*argv)
             self.assertEqual(status, 2, (argv, err))
