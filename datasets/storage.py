@@ -15,6 +15,7 @@ read with a fitted preprocessing (scoring mode).
   events before its own time, so the cache is O(events), not O(samples x L).
 """
 
+import errno
 import fcntl
 import hashlib
 import json
@@ -114,7 +115,14 @@ def write_meta(directory, kind, schema, rows, info):
 
 
 def save(directory, name, array):
-    np.save(os.path.join(directory, f"{name}.npy"), np.ascontiguousarray(array))
+    """`array` as <directory>/<name>.npy; a failed write (a full disk, a file size limit: NumPy's "N requested
+    and M written") is an OSError naming the file."""
+    path = os.path.join(directory, f"{name}.npy")
+    try:
+        np.save(path, np.ascontiguousarray(array))
+    except OSError as error:
+        raise OSError(error.errno or errno.EFBIG, f"writing the data cache failed ({error.strerror or error})",
+                      path) from None
 
 
 def write_table(directory, schema, samples, info):

@@ -5,6 +5,8 @@ import subprocess
 import sys
 import time
 
+import numpy as np
+
 from tests.testing import TestCase
 from zoo.datasets import storage
 
@@ -61,3 +63,23 @@ def _schema():
     from tests.testing import small_simulator
 
     return small_simulator().schema
+
+
+class SaveFailureTest(TestCase):
+    """A cache array that cannot be written whole (here a file size limit; a full disk alike) is an OSError
+    naming the file (NumPy's own said "3000 requested and 2544 written", no file)."""
+
+    def test_a_failed_write_names_the_file(self):
+        import resource
+
+
+        folder = self.get_temp_dir()
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, hard))
+        try:
+            with self.assertRaises(OSError) as caught:
+                storage.save(folder, "labels", np.zeros(10_000, np.float32))
+        finally:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        self.assertEqual(caught.exception.filename, os.path.join(folder, "labels.npy"))
+        self.assertIn("writing the data cache failed", str(caught.exception))

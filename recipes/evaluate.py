@@ -178,6 +178,10 @@ def evaluate(model, dataset, *, report_path=None, plots_dir=None, history=None, 
 
 
 def write_report(report, path):
-    """Writes a report dict as indented JSON to `path` (its folder made when missing)."""
+    """Writes a report dict as indented JSON to `path` (its folder made when missing), whole or not at all
+    (zoo.outputs.new_file: a failure leaves no partial file and names `path`)."""
+    from zoo.outputs import new_file
+
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(_jsonable(report), indent=2))
+    with new_file(path) as stream:
+        stream.write(json.dumps(_jsonable(report), indent=2))

@@ -790,6 +790,9 @@ def main(argv=None):
     args = _parser().parse_args(argv)
     try:
         _precheck(args)
+        if sys.stdout is None and _result_on_stdout(args):
+            raise ZooError("stdout is closed, and this command writes its result there: give it a place to write "
+                           "(a file with --out, or a pipe)")
     except ZooError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -797,14 +800,67 @@ def main(argv=None):
         import zoo.models  # noqa: F401  (registers the models; under `python -m zoo` the package loads on first use)
 
     try:
-        args.run(args)
+        with _named_stdout():
+            args.run(args)
     except ZooError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except OSError as error:  # a file the command writes or reads: a folder, a full disk, no permission
         print(f"error: {_os_error(error)}", file=sys.stderr)
         return 2
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()  # what stdout still buffers: a full disk or a closed pipe fails here
+    except OSError as error:
+        print(f"error: stdout: {error.strerror or error}", file=sys.stderr)
+        return 2
     return 0
+
+
+class _NamedStream:
+    """A text stream whose failed writes name it: an OSError without a file name gets `name`."""
+
+    def __init__(self, stream, name):
+        self._stream, self._name = stream, name
+
+    def _named(self, call, *args):
+        try:
+            return call(*args)
+        except OSError as error:
+            error.filename = error.filename or self._name
+            raise
+
+    def write(self, text):
+        return self._named(self._stream.write, text)
+
+    def flush(self):
+        return self._named(self._stream.flush)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def _named_stdout():
+    """sys.stdout as a `_NamedStream` while a command runs, so a full disk or a closed pipe behind stdout is
+    one line naming stdout."""
+    stream = sys.stdout
+    if stream is None:
+        yield
+        return
+    sys.stdout = _NamedStream(stream, "stdout")
+    try:
+        yield
+    finally:
+        sys.stdout = stream
+
+
+def _result_on_stdout(args):
+    """Whether the command's result (not only its progress) goes to stdout: list, spec draft and request
+    without --out, score --out -."""
+    out = getattr(args, "out", None)
+    return (args.command == "list" or (args.command in ("spec", "request") and out is None)
+            or (args.command == "score" and out == "-"))
 
 
 def _os_error(error):

@@ -483,3 +483,24 @@ class CommandLineTest(TestCase):
             self.assertEqual(status, 2, argv)
             self.assertIn(message, err, argv)
             self.assertEqual(len(err.strip().splitlines()), 1, err)
+
+
+class StdoutTest(TestCase):
+    """A command whose result goes to stdout fails (exit 2, one line on stderr) when stdout cannot take it:
+    closed (`zoo list >&-` exited 0, its output lost) or full (/dev/full)."""
+
+    def run_list(self, **options):
+        return subprocess.run([sys.executable, "-m", "zoo", "list"], cwd=ROOT, stderr=subprocess.PIPE, text=True,
+                              timeout=120, **options)
+
+    def test_a_closed_or_full_stdout_is_an_error(self):
+        closed = self.run_list(stdout=subprocess.DEVNULL, preexec_fn=lambda: os.close(1))
+        self.assertEqual(closed.returncode, 2)
+        self.assertEqual(closed.stderr.strip().splitlines()[-1],
+                         "error: stdout is closed, and this command writes its result there: give it a place to write "
+                         "(a file with --out, or a pipe)")
+        with open("/dev/full", "w") as full:
+            done = self.run_list(stdout=full)
+        self.assertEqual(done.returncode, 2)
+        self.assertEqual(done.stderr.strip().splitlines()[-1], "error: stdout: No space left on device")
+        self.assertEqual(self.run_list(stdout=subprocess.DEVNULL).returncode, 0)
