@@ -14,6 +14,7 @@ from zoo.recipes.metrics import default_metrics
 from zoo.recipes.protocols import get_recipe
 from zoo.recipes.resume import RunLog, completed_epochs
 from zoo.recipes.thread_tuner import ThreadTuner
+from zoo.recipes.validation_auc import ExactValidationAUC
 
 
 def learning_rate_schedule(recipe, total_steps):
@@ -68,6 +69,13 @@ def make_optimizer(recipe, total_steps=None):
     if recipe.weight_decay:
         return keras.optimizers.AdamW(weight_decay=recipe.weight_decay, **common)
     return keras.optimizers.Adam(**common)
+
+
+def _in_tf_strategy():
+    """Whether a tf.distribute strategy's scope is open (TensorFlow loaded and not its default strategy)."""
+    import sys
+
+    return "tensorflow" in sys.modules and sys.modules["tensorflow"].distribute.has_strategy()
 
 
 def _is_tf_data(dataset):
@@ -215,7 +223,8 @@ def fit(
     - shared-prefix batches: when the batches hold more candidates than `model` was built for (ReST's
       "prefix" rows), a twin built for that M trains and its weights are copied into `model`;
     - its optimiser (Adam/AdamW, clipping, warm-up + cosine over the counted steps when the dataset's
-      cardinality is unknown), early stopping on the monitor restoring the best weights;
+      cardinality is unknown), early stopping on the monitor restoring the best weights (a `val_auc`
+      monitor reads the exact AUC of the validation rows, ExactValidationAUC, as the reports do);
     - a tf.data training set runs a fixed number of steps per epoch over its repetition:
       `steps_per_epoch`, else its cardinality, else its batches counted by one pass over it (pass
       `steps_per_epoch` for data too large to count); so no epoch ends on an exhausted iterator.
@@ -290,7 +299,10 @@ def fit(
                 str(checkpoint_path), monitor=monitor, mode="max", save_best_only=True, save_weights_only=True
             )
         )
-    extra = list(callbacks) + stateful
+    # (not in a distribution: each process would rank its own validation shard, and stop on its own)
+    single = keras.distribution.distribution() is None and not _in_tf_strategy()
+    exact = [ExactValidationAUC(val, model=twin)] if single and _is_tf_data(val) and recipe.monitor == "val_auc" else []
+    extra = exact + list(callbacks) + stateful  # (the exact val_auc first: every later callback reads it)
     tuner = None
     counts = threads.tuned_counts() if keras.backend.backend() == "torch" else None
     if counts is not None:
