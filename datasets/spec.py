@@ -53,6 +53,11 @@ Sections (every key is checked: an unknown one is refused by name, with the clos
   lists are native): its first `max_tags` values (default 8; more are cut, counted) in one vocabulary
   (`min_count`, `max_size` or `hash_buckets` as categorical, fitted on the training rows' kept values),
   the feature [B, S] (cand [B, M, S]) that models read as the mean of the values' embeddings (Feature.tags).
+  A fit refuses a feature column that reveals the label on the first 10,000 rows of the first file (equal
+  to it, agreeing with it, present on one class only, or ranking it alone at AUC 0.99 or more:
+  zoo.datasets.spec_engine.check_leaks); `known_before_label: true` lets a column through deliberately
+  (the keys, the time and history columns are not judged; `allow_label_column: true` makes the label's
+  own column a feature of its row).
 - `history`: `{"from": "log", "fields": [...], "only": rule, "min_length": 0}`: each row's history is its
   user's rows strictly earlier in time (all rows, or those where the `only` rule holds), carrying the
   listed features (cand or hist columns) and their times; rows with fewer than `min_length` earlier
@@ -116,7 +121,7 @@ _KEYS = {
     "time": ("column", "format", "utc_offset_hours", "derive", "on_error"),
     "column": ("role", "feature", "type", "min_count", "max_size", "hash_buckets", "log1p", "fill", "scale",
                "buckets", "bars", "separator", "positions", "padding", "max_tags", "embedding_dim",
-               "allow_label_column"),
+               "allow_label_column", "known_before_label"),
     "history": ("from", "fields", "only", "min_length", "feedback"),
     "statistics": ("keys", "prior_rows", "buckets"),
     "rule": ("column", "op", "value"),
@@ -273,7 +278,8 @@ class DataSpec:
         (spec_reading.check_columns)."""
         from zoo.datasets import spec_reading
 
-        spec_reading.check_columns(path, self.source, self.read_columns(), optional, self.positions())
+        spec_reading.check_columns(path, self.source, self.read_columns(), optional, self.positions(),
+                                   label=self.label.get("column"))
 
     def read_columns(self):
         """Every column the engine reads from the file, in a fixed order."""
@@ -441,12 +447,14 @@ class DataSpec:
                        "numeric": ("log1p", "fill", "scale", "buckets", "bars", "min_count"),
                        "list": ("min_count", "max_size", "hash_buckets", "separator", "positions", "padding"),
                        "tags": ("min_count", "max_size", "hash_buckets", "separator", "max_tags")}[kind]
-            if options.get("allow_label_column", False) is not False:
-                if options["allow_label_column"] is not True:
-                    raise ZooError(f"spec {where}: 'allow_label_column' should be true or absent")
-                checked["allow_label_column"] = True
+            for flag in ("allow_label_column", "known_before_label"):
+                if options.get(flag, False) is not False:
+                    if options[flag] is not True:
+                        raise ZooError(f"spec {where}: '{flag}' should be true or absent, found {options[flag]!r}")
+                    checked[flag] = True
             for key in options:
-                if key not in ("role", "feature", "type", "embedding_dim", "allow_label_column") + allowed:
+                if key not in ("role", "feature", "type", "embedding_dim", "allow_label_column",
+                               "known_before_label") + allowed:
                     raise ZooError(f"spec {where}: '{key}' does not apply to a {kind} column")
             if kind in ("categorical", "list", "tags"):
                 if role == "num":

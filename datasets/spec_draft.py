@@ -7,6 +7,11 @@ a sequence or history; otherwise multi-valued tags of the row, a tags feature of
 largest count of values (at most 32); else categorical), its cardinality, which column looks like the time (an ISO 8601 text, or numbers in the
 range of unix seconds or milliseconds), the label (0/1 values under a name like click or label) and each
 categorical column's role (user when it is constant per user, cand when constant per item, else ctx).
+A column that reveals the label on the sample (`label_evidence`: equal to it, agreeing with it, present on
+one class only, or ranking it alone at AUC >= 0.99) is left out, noted "left out: ..." (`left_out` gives
+the lines `python -m zoo spec draft` prints). A file is read in bounded pieces: at most MAX_COLUMNS
+columns and lines of at most MAX_LINE_BYTES bytes, else one line refuses it before the sample is read, and
+at most MAX_SAMPLE_VALUES values (a wide file samples fewer rows, noted "sample").
 Every guess is written into the spec's `notes` ("guess: ...", with the evidence); what the flags gave
 is noted "given". With --label, --time, --user and --item the draft trains as it is: the history is
 the user's earlier rows carrying the item, its attributes and the row's label (feedback), running
@@ -23,19 +28,47 @@ from zoo.errors import ZooError
 LABEL_NAMES = ("label", "click", "clicked", "clk", "is_click", "target", "y", "converted", "purchase")
 SEPARATORS = ("^", "|", ";")
 MAX_TAGS = 32  # a drafted tags column keeps at most this many values per row
-UNIX_S = (1e8, 1e11)
-UNIX_MS = (1e11, 1e14)
+UNIX_S = (spec_reading.EARLIEST_TIME, spec_reading.LATEST_TIME)  # numbers read as unix seconds: 1990 .. 2100
+UNIX_MS = (spec_reading.EARLIEST_TIME * 1000, spec_reading.LATEST_TIME * 1000)  # as unix milliseconds
+MAX_COLUMNS = 10_000  # a file of more columns is refused before its sample is read
+MAX_LINE_BYTES = 2**20  # a line longer than this (1 MiB) is refused before its sample is read
+MAX_SAMPLE_VALUES = 2_000_000  # a wide file samples fewer rows: rows x columns at most this
 
 
-def _source_of(path, columns=None):
+def _check_lines(path, lines):
+    """Refuses, in one line, a text file whose first `lines` lines hold one longer than MAX_LINE_BYTES
+    (read MAX_LINE_BYTES + 1 bytes at most at a time: a file of one huge line is never held whole)."""
+    try:
+        with spec_reading.open_bytes(path) as stream:
+            for number in range(1, lines + 1):
+                line = stream.readline(MAX_LINE_BYTES + 1)
+                if not line:
+                    return
+                if len(line.rstrip(b"\r\n")) > MAX_LINE_BYTES:
+                    raise ZooError(f"{path}, line {number}: longer than {MAX_LINE_BYTES:,} bytes, the most spec draft "
+                                   "reads of a line (spec_draft.MAX_LINE_BYTES): is it a log of rows, one per line?")
+    except (OSError, EOFError) as error:
+        raise ZooError(f"{path}: cannot be read ({error})") from None
+
+
+def _check_width(path, names):
+    """Refuses, in one line, a file of more than MAX_COLUMNS columns."""
+    if len(names) > MAX_COLUMNS:
+        raise ZooError(f"{path}: {len(names):,} columns, more than the {MAX_COLUMNS:,} spec draft reads "
+                       "(spec_draft.MAX_COLUMNS): is the delimiter right, and is the first line a header?")
+
+
+def _source_of(path, columns=None, sample_rows=10_000):
     """(files, source): the format from the suffix; a CSV's delimiter from its first line, and its header:
     the first line, unless `columns` names them (a file without a header). A first line with a number
-    among its fields is data, not a header: refused in one line asking for --columns."""
+    among its fields is data, not a header: refused in one line asking for --columns. The first
+    `sample_rows` lines of a CSV or JSON-lines file are checked first (`_check_lines`)."""
     files = spec_reading.source_files(path, "csv" if not str(path).endswith((".parquet", ".pq", ".jsonl", ".json"))
                                       else "parquet" if str(path).endswith((".parquet", ".pq")) else "jsonl")
     first = files[0]
     if first.endswith((".parquet", ".pq")):
         return files, {"format": "parquet"}
+    _check_lines(first, sample_rows + 1)
     if first.endswith((".jsonl", ".json", ".ndjson")):
         return files, {"format": "jsonl"}
     head = spec_reading.first_line(first)
@@ -54,9 +87,10 @@ def _source_of(path, columns=None):
     return files, {"format": "csv", "delimiter": delimiter, "quote": '"', "header": True}
 
 
-def _position_groups(names):
+def _position_groups(names, label=None):
     """{base: [its columns in order]} of per-position columns: a header name repeated (a, a.1, a.2: numbered
-    by spec_reading.unique_names), or 3 or more columns <base>_1 .. <base>_N whose base names a sequence."""
+    by spec_reading.unique_names), or 3 or more columns <base>_1 .. <base>_N whose base names a sequence.
+    Never a group holding the `label`: its repeats are copies of the label, not a history."""
     import re
 
     groups = {}
@@ -71,7 +105,7 @@ def _position_groups(names):
             members = [f"{base}{sep}{k}" for k in range(1, len(names) + 1) if f"{base}{sep}{k}" in names]
             if len(members) >= 3 and base not in groups and base not in names:
                 groups[base] = members
-    return groups
+    return {base: members for base, members in groups.items() if label not in members}
 
 
 def _is_number(text):
@@ -83,18 +117,20 @@ def _is_number(text):
 
 
 def _sample(files, source, sample_rows):
+    """(column names, {name: its texts [rows]}, the sampled Chunk, the rows it could read) of the first
+    `sample_rows` rows, or of fewer in a wide file (MAX_SAMPLE_VALUES values in all)."""
     from zoo.datasets.reading import Repairs
 
     source = dict(source, column_names=source.get("column_names"))
     names = spec_reading.file_columns(files[0], source)  # a repeated header name numbered: a, a.1, a.2
-    chunks = spec_reading.read_chunks(files[0], source, names, Repairs(files[0]))
-    chunk = next(chunks, None)
+    _check_width(files[0], names)
+    sample_rows = min(sample_rows, max(MAX_SAMPLE_VALUES // len(names), 1))
+    chunk = spec_reading.first_rows(files[0], source, names, sample_rows, Repairs(files[0]))
     if chunk is None:
         raise ZooError(f"{files[0]}: the file holds no data row")
-    rows = min(chunk.rows, sample_rows)
-    text = {name: np.asarray(spec_reading.as_text(chunk.columns[name]).to_numpy(zero_copy_only=False)[:rows],
-                             dtype=object) for name in names}
-    return names, text, chunk
+    text = {name: np.asarray(spec_reading.as_text(chunk.columns[name]).to_numpy(zero_copy_only=False), dtype=object)
+            for name in names}
+    return names, text, chunk, sample_rows
 
 
 def _numbers(values):
@@ -115,6 +151,9 @@ def _zoned(value):
 
 
 def _time_format(name, values):
+    """The time format of a column's texts: unix_s or unix_ms when every number reads as a time of 1990 ..
+    2100 in that unit (UNIX_S, UNIX_MS: the range the engine accepts, spec_reading.EARLIEST_TIME ..
+    LATEST_TIME), iso8601 when the texts parse as such, else None."""
     present = [v for v in values if v.strip()]
     if not present:
         return None
@@ -150,7 +189,11 @@ ID_WORDS = ("category", "cate", "brand", "shop", "seller", "store", "zip", "code
 SEQUENCE_WORDS = ("seq", "hist", "behav", "click", "sequence", "history", "recent")  # a list that is a history
 TRUE = ("1", "yes", "y", "true", "t")  # text labels read as 0/1, lower-cased
 FALSE = ("0", "no", "n", "false", "f")
+MISSING = ("", "null", "none", "nan", "na", "n/a", "\\n")  # texts (lower-cased, stripped) that say "no value" (\\N: SQL)
 LEAK_AUC = 0.99  # a column whose values alone rank the sampled labels this well determines the label
+AGREEMENT = 0.95  # a column read as 0/1 that agrees with the label this often (per class, averaged) is a copy
+MIN_CLASS_ROWS = 10  # a column's values are judged on samples of at least this many rows of each class
+CHANCE = 1e-6  # presence on one class only is evidence when independence would give it a smaller chance
 
 
 def _auc(scores, labels):
@@ -176,28 +219,110 @@ def _sample_labels(label_rule, chunk, rows):
     return np.where(kept, labels, np.nan).astype(np.float64)
 
 
-def _determines_label(values, kind, label_text, labels):
-    """The evidence (a text) that a column determines the label on the sample, or None: equal to the label
-    column, or a single-column AUC of LEAK_AUC or more (numbers by value; categories by their sampled
-    positive rate, for columns of few values only: an id would separate its own rows trivially)."""
-    known = ~np.isnan(labels)
-    if not known.any():
-        return None
-    if np.array_equal(values[known], label_text[known]):
-        return "equal to the label column"
+def _stripped(values):
+    return np.char.strip(np.asarray(values, dtype=object).astype(str))
+
+
+def _present(values):
+    """bool [n]: the values that hold something (not empty, nor a text of MISSING such as NULL)."""
+    return ~np.isin(np.char.lower(_stripped(values)), MISSING)
+
+
+def single_auc(values, kind, labels):
+    """The AUC, max(auc, 1 - auc), at which one column alone ranks the 0/1 `labels` of a sample (None where
+    it cannot tell): by its presence (a value or none), numbers (kind "numeric") by value where present, and
+    categories of few values (at most max(2, rows / 20): an id would separate its own rows trivially) by
+    their sampled positive rate."""
+    aucs = [_auc(_present(values).astype(np.float64), labels)]
     if kind == "numeric":
-        numbers = _numbers(values[known])
-        present = ~np.isnan(numbers)
-        auc = _auc(numbers[present], labels[known][present]) if present.sum() > 1 else None
-    elif kind == "categorical" and len(set(values[known].tolist())) <= max(2, known.sum() // 20):
-        categories, codes = np.unique(values[known], return_inverse=True)
-        rates = np.bincount(codes, weights=labels[known]) / np.bincount(codes)
-        auc = _auc(rates[codes], labels[known])
-    else:
+        numbers = _numbers(values)
+        if numbers is not None and (~np.isnan(numbers)).sum() > 1:
+            aucs.append(_auc(numbers[~np.isnan(numbers)], labels[~np.isnan(numbers)]))
+    elif kind == "categorical" and len(set(values.tolist())) <= max(2, values.size // 20):
+        _, codes = np.unique(_stripped(values), return_inverse=True)
+        rates = np.bincount(codes, weights=labels) / np.bincount(codes)
+        aucs.append(_auc(rates[codes], labels))
+    aucs = [max(auc, 1 - auc) for auc in aucs if auc is not None]
+    return max(aucs) if aucs else None
+
+
+def _readings(values, rule):
+    """Yields (how, float [n]: 1, 0, NaN where not read) of `values` read as 0/1: by the label's `rule` (its op
+    and value on this column), and by their own values where nearly all (AGREEMENT) are 0/1, yes/no, true/false."""
+    import operator
+
+    text = _stripped(values)
+    present = _present(values)
+    if "op" in rule:
+        ops = {"==": operator.eq, "!=": operator.ne, ">=": operator.ge, ">": operator.gt, "<=": operator.le,
+               "<": operator.lt}
+        if rule["op"] == "in":
+            held = np.isin(text, [v if isinstance(v, str) else f"{v:g}" for v in rule["value"]])
+        elif isinstance(rule["value"], str):
+            held = ops[rule["op"]](text, rule["value"])
+        else:
+            numbers = _numbers(values)
+            held = None if numbers is None else ops[rule["op"]](np.nan_to_num(numbers), rule["value"])
+        if held is not None:
+            yield (f"by the label's rule ({rule['op']} {rule['value']!r})",
+                   np.where(present, np.asarray(held, dtype=np.float64), np.nan))
+    lowered = np.char.lower(text)
+    ones, zeros = np.isin(lowered, TRUE), np.isin(lowered, FALSE)
+    if present.any() and (ones | zeros)[present].mean() >= AGREEMENT:
+        yield "as 0/1", np.where(ones, 1.0, np.where(zeros, 0.0, np.nan))
+
+
+def _agreement(read, labels):
+    """The share of rows where `read` (0/1, NaN where not read) equals the 0/1 `labels`, per class and
+    averaged (a constant does not agree with a rare label); None with fewer than MIN_CLASS_ROWS of a class."""
+    known = ~np.isnan(read)
+    positive, negative = known & (labels == 1), known & (labels == 0)
+    if positive.sum() < MIN_CLASS_ROWS or negative.sum() < MIN_CLASS_ROWS:
         return None
-    if auc is not None and max(auc, 1 - auc) >= LEAK_AUC:
-        return f"its values alone rank the sampled labels at AUC {max(auc, 1 - auc):.3f}"
+    return float((np.mean(read[positive] == 1) + np.mean(read[negative] == 0)) / 2)
+
+
+def label_evidence(values, kind, rule, label_text, labels):
+    """The evidence (a text) that one column reveals the label on a sample, or None. `values`: its texts [n];
+    `kind`: "numeric", "categorical" or "tags"; `rule`: the spec's label ({"column"}, or a rule);
+    `label_text`: the label column's texts [n]; `labels`: float [n] 0/1, NaN where a row has no label.
+
+    A column reveals the label when it is present (a value, not empty nor MISSING) on rows of one class
+    only, k rows, where a column independent of the label would do so with a chance q^k (q: that class's
+    share) below CHANCE (a click's time or id, filled only when clicked); and, on samples of MIN_CLASS_ROWS
+    rows of each class or more, when it equals the label column, when read as 0/1 (`_readings`) it agrees
+    with the label or its opposite on AGREEMENT of the rows (per class, averaged: a renamed copy), or when
+    it alone ranks the labels at LEAK_AUC or more (`single_auc`). (Both `spec draft` and a fit judge so.)"""
+    known = ~np.isnan(labels)
+    values, label_text, labels = values[known], label_text[known], labels[known]
+    positives = int(labels.sum())
+    negatives = labels.size - positives
+    present = _present(values)
+    on_positive, on_negative = int((present & (labels == 1)).sum()), int((present & (labels == 0)).sum())
+    if present.any() and not (on_positive and on_negative):
+        share = (positives if on_positive else negatives) / labels.size
+        if share ** int(present.sum()) < CHANCE:
+            return (f"present only on {'positive' if on_positive else 'negative'} rows ({on_positive:,} of "
+                    f"{positives:,} positives, {on_negative:,} of {negatives:,} negatives)")
+    if min(positives, negatives) < MIN_CLASS_ROWS:
+        return None
+    if np.array_equal(_stripped(values), _stripped(label_text)):
+        return f"equal to the label column '{rule['column']}'"
+    for how, read in _readings(values, rule):
+        agreement = _agreement(read, labels)
+        if agreement is not None and max(agreement, 1 - agreement) >= AGREEMENT:
+            return (f"agreeing with {'the label' if agreement >= AGREEMENT else 'the opposite of the label'} on "
+                    f"{max(agreement, 1 - agreement):.1%} of the sampled rows (per class, averaged) read {how}")
+    auc = single_auc(values, kind, labels)
+    if auc is not None and auc >= LEAK_AUC:
+        return f"ranking the sampled labels at AUC {auc:.3f} by itself"
     return None
+
+
+def left_out(spec):
+    """The lines `python -m zoo spec draft` prints of the columns a draft left out: "left out <column>: <why>"."""
+    return [f"left out {name}: {note[len('left out: '):]}" for name, note in spec["notes"].items()
+            if note.startswith("left out: ")]
 
 
 def _check_two_classes(rule, labels, label_text):
@@ -220,8 +345,8 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
         repeated = sorted({name for name in columns if list(columns).count(name) > 1})
         if repeated:
             raise ZooError(f"--columns names {repeated[0]!r} twice: each column needs its own name")
-    files, source = _source_of(path, columns)
-    names, text, chunk = _sample(files, source, sample_rows)
+    files, source = _source_of(path, columns, sample_rows)
+    names, text, chunk, readable = _sample(files, source, sample_rows)
     rows = len(next(iter(text.values())))
     for flag, value in (("--label", label), ("--time", time), ("--user", user), ("--item", item)):
         if value is not None and value not in names:
@@ -232,6 +357,9 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
                 raise ZooError(f"--label {label} is also {flag}: the label is what a row's features predict, "
                                "so it cannot be a key or the time")
     notes = {}
+    if rows == readable < sample_rows:
+        notes["sample"] = (f"the first {rows:,} rows, not {sample_rows:,}: {len(names):,} columns, and the draft "
+                           f"reads at most {MAX_SAMPLE_VALUES:,} values (spec_draft.MAX_SAMPLE_VALUES)")
     kinds = {}
     for name in names:
         values = text[name]
@@ -263,8 +391,9 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
         notes[name] = f"{distinct} distinct of {rows} sampled" + (f"; {notes[name]}" if name in notes else "")
     given = {"label": label, "time": time, "user": user, "item": item}
     if time is None:
-        time = next((n for n in names if n not in (label, user, item) and _time_format(n, text[n])
-                     and any(w in n.lower() for w in ("time", "ts", "date", "stamp"))), None)
+        time = next((n for n in names if n not in (label, user, item)
+                     and any(w in n.lower() for w in ("time", "ts", "date", "stamp"))
+                     and _present(text[n]).all() and _time_format(n, text[n])), None)  # (present on every row)
     if label is None:
         label = next((n for n in names if n.lower() in LABEL_NAMES and set(text[n].tolist()) <= {"0", "1", ""}), None)
     if label is None and positive is not None:
@@ -305,6 +434,11 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
                 notes[label] = (f"guess: a 0/1 label, label = {label} >= 1: {int((~binary).sum())} of {present.size} "
                                 f"sampled rows hold another value ({', '.join(f'{v:g}' for v in others[:4])}), "
                                 "read as positive if >= 1; check them")
+            elif 0 <= present.min() and present.max() <= 1:  # a probability: where to cut it is the user's call
+                raise ZooError(f"label {label} holds probabilities ({present.min():g} .. {present.max():g}), not 0/1: "
+                               "choose the threshold and write it into the spec's label, e.g. {\"column\": "
+                               f"\"{label}\", \"op\": \">=\", \"value\": 0.5}} (or name the positive values with "
+                               "--positive V1,V2)")
             else:
                 spec["label"] = {"column": label, "op": ">=", "value": 4 if top == 5 else top}
                 notes[label] = (f"guess: label = {label} >= {spec['label']['value']} (values "
@@ -314,8 +448,8 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
     if time is not None:
         fmt = _time_format(time, text[time])
         if fmt is None:
-            raise ZooError(f"--time {time}: its values are not unix seconds, milliseconds or ISO 8601 times "
-                           f"({text[time][0]!r} ...): write time.format (a strptime format) into the spec")
+            raise ZooError(f"--time {time}: its values are not unix seconds or milliseconds of 1990 .. 2100, nor ISO "
+                           f"8601 times ({text[time][0]!r} ...): write time.format (a strptime format) into the spec")
         spec["time"] = {"column": time, "format": fmt}
         notes[time] = f"{'given' if given['time'] else 'guess'}: the time, read as {fmt}"
         present = [v.strip() for v in text[time] if v.strip()]
@@ -330,7 +464,7 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
             spec[key] = locals()[key]
             notes[locals()[key]] += f"; given: the {key} key" if given[key] else f"; guess: the {key} key"
     columns = {}
-    groups = _position_groups(names)
+    groups = _position_groups(names, label)
     skip = {label, time} | {member for members in groups.values() for member in members}
     for base, members in groups.items():  # one column per position: one list, a history
         values = np.concatenate([text[m] for m in members]).astype(str)
@@ -345,11 +479,12 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
         if name in skip:
             continue
         kind = kinds[name]
-        leak = None if labels is None or name in (user, item) or isinstance(kind, tuple) else _determines_label(
-            text[name], kind, text[label], labels)
+        listed = isinstance(kind, tuple) and kind[0] == "list"  # (a key or a history is not judged)
+        leak = None if labels is None or name in (user, item) or listed else label_evidence(
+            text[name], kind if isinstance(kind, str) else kind[0], spec["label"], text[label], labels)
         if leak is not None:
-            notes[name] = (f"left out: it determines the label on the sample ({leak}), so it is the label in another "
-                           "form; add it back by hand only if it is known before the label")
+            notes[name] = (f"left out: {leak}, the label in another form; add it back by hand (with "
+                           "\"known_before_label\": true) only if it is known before the label")
             continue
         distinct = len(set(text[name].tolist()))
         if isinstance(kind, tuple) and kind[0] == "list":

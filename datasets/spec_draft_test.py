@@ -1,14 +1,16 @@
 """`spec draft` on logs written as teams export them: integer ids, text labels, an event kind, no header, a
 column that is the label in another form; each draft builds (zoo.datasets.prepare) with no edit."""
 
+import json
 import os
+from unittest import mock
 
 import numpy as np
 
-from tests.testing import TestCase
+from tests.testing import TestCase, run_cli
 from zoo.datasets import prepare
 from zoo.datasets.spec import DataSpec
-from zoo.datasets.spec_draft import draft
+from zoo.datasets.spec_draft import draft, left_out
 from zoo.errors import ZooError
 
 KINDS = ("view", "basket", "order")
@@ -29,6 +31,27 @@ def write_log(path, rows=600, header=True, seed=0):
     return path
 
 
+def write_leaky_log(path, rows=2000, seed=0):
+    """user,item,click_ts,ts,dismissed_id,echo,skipped,note,is_test,device,clicked,clicked: a 0/1 click (about
+    20%) under its name twice (a copy), the click's time on clicked rows only, an id unique to each row not
+    clicked (on those only), echo = yes/no of the click but 2% flipped, skipped = its opposite as 0/1, a
+    note on the first 3 clicked rows only (too few to tell), a test flag 0 on every row; returns (path, the
+    clicks)."""
+    rng = np.random.default_rng(seed)
+    clicks = (rng.random(rows) < 0.2).astype(int)
+    lines = ["user,item,click_ts,ts,dismissed_id,echo,skipped,note,is_test,device,clicked,clicked"]
+    for i, click in enumerate(clicks):
+        ts = 1_700_000_000 + 60 * i
+        echo = click if rng.random() > 0.02 else 1 - click
+        note = "promo" if click and clicks[:i].sum() < 3 else ""
+        lines.append(f"u{int(rng.integers(0, 90))},i{int(rng.integers(0, 300))},{ts + 5 if click else ''},{ts},"
+                     f"{'' if click else f'd{i}'},{'yes' if echo else 'no'},{1 - click},{note},0,"
+                     f"{['ios', 'web'][i % 2]},{click},{click}")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path, clicks
+
+
 class SpecDraftTest(TestCase):
     def setUp(self):
         super().setUp()
@@ -44,9 +67,12 @@ class SpecDraftTest(TestCase):
         self.assertEqual(spec["columns"]["user"]["role"], "user")
         self.assertEqual(spec["columns"]["item"], dict(spec["columns"]["item"], role="cand", type="categorical"))
         self.assertEqual(spec["history"]["fields"], ["item"])  # the user's earlier items: an id history
-        for leak in ("liked", "answer"):  # stars >= 4 in two other forms
+        for leak in ("liked", "answer"):  # stars >= 4 in two other forms: 0/1 and yes/no
             self.assertNotIn(leak, spec["columns"])
-            self.assertIn("left out: it determines the label on the sample", spec["notes"][leak])
+            self.assertEqual(spec["notes"][leak], "left out: agreeing with the label on 100.0% of the sampled rows (per "
+                                                  "class, averaged) read as 0/1, the label in another form; add it back "
+                                                  "by hand (with \"known_before_label\": true) only if it is known "
+                                                  "before the label")
         self.assertEqual(spec["columns"]["price"], dict(spec["columns"]["price"], log1p=True, scale="standardize"))
         processed = self.built(spec)
         self.assertGreater(processed.rows["train"], 0)
@@ -237,3 +263,139 @@ class SpecDraftTest(TestCase):
         with self.assertRaisesRegex(ZooError, r"column 'his_cate' appears 5 times in the header: a per-position list\? "
                                               r"give it \"type\": \"list\", \"positions\": 5$"):
             built(named)
+
+    def test_columns_that_reveal_the_label_are_left_out_whatever_their_type_and_printed(self):
+        """A click's time (numbers) and an id (text, unique: hashed were it kept) present on one class only,
+        the label's name twice in the header (drafted as a two-position history, trained to AUC 1.0), a
+        yes/no copy with 2% noise and an opposite 0/1 copy: each left out, noted and printed in a line of its
+        own; a note on 3 clicked rows (chance could do that) and a constant flag (it "agrees" with the 80%
+        of negatives) stay; the spec builds."""
+        log, clicks = write_leaky_log(os.path.join(self.folder, "leaky.csv"))
+        spec = draft(log, label="clicked", time="ts", user="user", item="item", sequence_length=8)
+        positives, negatives = int(clicks.sum()), int(clicks.size - clicks.sum())
+        self.assertEqual(sorted(spec["columns"]), ["device", "is_test", "item", "note", "user"])
+        self.assertFalse(any("positions" in options for options in spec["columns"].values()))  # (no label's list)
+        tail = ", the label in another form; add it back by hand (with \"known_before_label\": true) only if it is " \
+               "known before the label"
+        expected = {
+            "click_ts": f"present only on positive rows ({positives:,} of {positives:,} positives, 0 of {negatives:,} "
+                        "negatives)",
+            "dismissed_id": f"present only on negative rows (0 of {positives:,} positives, {negatives:,} of "
+                            f"{negatives:,} negatives)",
+            "echo": "agreeing with the label on 9",
+            "skipped": "agreeing with the opposite of the label on 100.0% of the sampled rows (per class, averaged) "
+                       "read as 0/1",
+            "clicked.1": "equal to the label column 'clicked'",
+        }
+        for name, evidence in expected.items():
+            self.assertTrue(spec["notes"][name].startswith("left out: " + evidence), spec["notes"][name])
+            self.assertTrue(spec["notes"][name].endswith(tail), spec["notes"][name])
+        self.assertEqual(left_out(spec), [f"left out {name}: {spec['notes'][name][len('left out: '):]}"
+                                          for name in ("click_ts", "dismissed_id", "echo", "skipped", "clicked.1")])
+        self.assertEqual(draft(log, label="clicked", user="user", item="item")["time"]["column"], "ts")  # (complete)
+        processed = prepare(spec, log, cache_dir=os.path.join(self.folder, "cache"), verbose=False)
+        self.assertEqual(sum(processed.rows.values()), 2000)
+        self.assertEqual(sorted({f.name for f in processed.schema.features} - {"time", "feedback"}),
+                         ["device", "is_test", "item", "item_positives", "item_rate", "item_seen", "note", "user",
+                          "user_positives", "user_rate", "user_seen"])
+        out = os.path.join(self.folder, "spec.json")
+        status, printed, err = run_cli("spec", "draft", log, "--label", "clicked", "--time", "ts", "--user", "user",
+                                       "--item", "item", "--sequence-length", "8", "--out", out)
+        self.assertEqual(status, 0, err)
+        self.assertEqual(printed.splitlines()[1:], left_out(spec))  # after "wrote ...", a line each
+        status, printed, err = run_cli("spec", "draft", log, "--label", "clicked", "--time", "ts", "--user", "user",
+                                       "--item", "item", "--sequence-length", "8")
+        self.assertEqual((status, json.loads(printed)), (0, spec))  # the spec alone on stdout, the lines on stderr
+        self.assertEqual([line for line in err.splitlines() if line.startswith("left out")], left_out(spec))
+
+    def test_a_probability_label_is_refused_asking_for_a_threshold(self):
+        """Floats in [0, 1] that are not all 0/1 were drafted as `p >= 0.97` (their largest value), no note: the
+        cut is the user's to choose."""
+        path = os.path.join(self.folder, "scores.csv")
+        rng = np.random.default_rng(3)
+        with open(path, "w") as f:
+            f.write("user,item,p\n" + "".join(f"u{i % 20},i{i % 50},{rng.uniform(0.03, 0.97):.2f}\n"
+                                              for i in range(300)))
+        with self.assertRaisesRegex(ZooError, r"^label p holds probabilities \(0\.0\d+ \.\. 0\.9\d+\), not 0/1: choose "
+                                              r"the threshold and write it into the spec's label, e\.g\. \{\"column\": "
+                                              r"\"p\", \"op\": \">=\", \"value\": 0\.5\}"):
+            draft(path, label="p")
+
+    def test_unix_seconds_or_milliseconds_by_magnitude_and_a_time_outside_1990_to_2100_is_refused(self):
+        """The draft reads numbers as unix seconds or milliseconds by their magnitude (a time of 1990 .. 2100 in
+        that unit); a spec whose format puts the times elsewhere (unix_ms on seconds: January 1970) is refused
+        where the engine reads times (spec_reading.times), in memory and streaming, naming the column, the
+        format, the value and what it reads as; with on_error "drop", no row is left, said why."""
+        from zoo.datasets import spec_engine
+
+        lines = open(self.log).read().splitlines()
+        for name, scale, expected in (("ms.csv", 1000, "unix_ms"), ("seconds.csv", 1, "unix_s")):
+            path = os.path.join(self.folder, name)
+            with open(path, "w") as f:
+                f.write("\n".join([lines[0]] + [f"{line.rsplit(',', 1)[0]},{int(line.rsplit(',', 1)[1]) * scale}"
+                                                for line in lines[1:]]) + "\n")
+            self.assertEqual(draft(path, label="liked", time="ts", user="user", item="item")["time"]["format"], expected)
+        old = os.path.join(self.folder, "1973.csv")  # 1e8 s: 1973, no log's time
+        with open(old, "w") as f:
+            f.write("\n".join([lines[0]] + [f"{line.rsplit(',', 1)[0]},{100_000_000 + k}"
+                                            for k, line in enumerate(lines[1:])]) + "\n")
+        with self.assertRaisesRegex(ZooError, r"^--time ts: its values are not unix seconds or milliseconds of 1990 \.\. "
+                                              r"2100, nor ISO 8601 times \('100000000' \.\.\.\)"):
+            draft(old, label="liked", time="ts")
+        spec = draft(self.log, label="liked", time="ts", user="user", item="item", sequence_length=8)
+        spec.pop("statistics")  # (built in memory only)
+        spec["time"]["format"] = "unix_ms"
+        message = (r"log\.csv, line 2: column 'ts' \(time\.format unix_ms\) holds '1700000000', which reads as "
+                   r"1970-01-20 16:13:20 UTC, outside 1990-01-01 \.\. 2100-01-01: check time\.format \(as unix_s it "
+                   r"reads 2023-11-14 22:13:20 UTC\) \(or set time\.on_error to 'drop'\)$")
+        for stream in (False, True):
+            with self.assertRaisesRegex(ZooError, message):
+                spec_engine.build(spec, [self.log], self.get_temp_dir(), verbose=False, stream=stream)
+        spec["time"].update(format="unix_s")
+        with open(old, "w") as f:  # one stray time among good ones: its line named
+            f.write("\n".join(lines[:3] + [lines[3].rsplit(",", 1)[0] + ",4102444800"] + lines[4:]) + "\n")
+        with self.assertRaisesRegex(ZooError, r"1973\.csv, line 4: column 'ts' \(time\.format unix_s\) holds "
+                                              r"'4102444800', which reads as 2100-01-01 00:00:00 UTC, outside"):
+            prepare(spec, old, cache_dir=os.path.join(self.folder, "cache"), verbose=False)
+        spec["time"].update(format="unix_ms", on_error="drop")
+        with self.assertRaisesRegex(ZooError, r"log\.csv: no row is left \(.*dropped 600 row\(s\) whose 'ts' reads "
+                                              r"outside 1990-01-01 \.\. 2100-01-01"):
+            prepare(spec, self.log, cache_dir=os.path.join(self.folder, "cache"), verbose=False)
+
+    def test_a_file_too_wide_or_with_a_line_too_long_is_refused_before_its_sample_is_read(self):
+        """A 9.9 MB CSV of 1,000,000 columns passed 6 GB in 88 s, a single 10 MB line 3 GB in 87 s: the draft
+        reads at most MAX_COLUMNS columns and lines of MAX_LINE_BYTES, refused in one line past them; a wide
+        file within them samples fewer rows (MAX_SAMPLE_VALUES values), noted."""
+        from zoo.datasets import spec_draft
+
+        wide = os.path.join(self.folder, "wide.csv")
+        with open(wide, "w") as f:
+            f.write(",".join(f"c{k}" for k in range(20_001)) + "\n" + ",".join("1" for _ in range(20_001)) + "\n")
+        with self.assertRaisesRegex(ZooError, r"^.*wide\.csv: 20,001 columns, more than the 10,000 spec draft reads "
+                                              r"\(spec_draft\.MAX_COLUMNS\)"):
+            draft(wide)
+        self.assertEqual((spec_draft.MAX_COLUMNS, spec_draft.MAX_LINE_BYTES), (10_000, 2**20))
+        long_line = "x" * (2 * 2**20)
+        for name, text in (("one_line.csv", long_line), ("long_row.csv", f"a,b\n1,2\n3,{long_line}\n5,6\n"),
+                           ("long.jsonl", '{"a": 1}\n{"a": "' + long_line + '"}\n')):
+            path = os.path.join(self.folder, name)
+            with open(path, "w") as f:
+                f.write(text)
+            line = 1 if name == "one_line.csv" else 3 if name == "long_row.csv" else 2
+            with self.assertRaisesRegex(ZooError, rf"^.*{name}, line {line}: longer than 1,048,576 bytes, the most "
+                                                  r"spec draft reads of a line \(spec_draft\.MAX_LINE_BYTES\)"):
+                draft(path)
+        with mock.patch.object(spec_draft, "MAX_SAMPLE_VALUES", 8 * 150):  # 8 columns: 150 of the 600 rows
+            spec = draft(self.log, label="liked", time="ts", user="user", item="item")
+        self.assertEqual(spec["notes"]["sample"], "the first 150 rows, not 10,000: 8 columns, and the draft reads at "
+                                                  "most 1,200 values (spec_draft.MAX_SAMPLE_VALUES)")
+        self.assertIn("of 150 sampled", spec["notes"]["kind"])
+        self.assertNotIn("sample", draft(self.log, label="liked", time="ts", user="user", item="item")["notes"])
+        fits = os.path.join(self.folder, "fits.csv")  # a line of exactly MAX_LINE_BYTES (and CRLF) is read
+        with open(fits, "w", newline="") as f:
+            f.write("item,b,clicked\r\n" + "1," + "y" * (2**20 - 4) + ",1\r\n2,z,0\r\n")
+        self.assertIn("b", draft(fits, item="item")["columns"])
+        with open(fits, "w", newline="") as f:  # one byte more
+            f.write("item,b,clicked\r\n" + "1," + "y" * (2**20 - 3) + ",1\r\n2,z,0\r\n")
+        with self.assertRaisesRegex(ZooError, r"fits\.csv, line 2: longer than 1,048,576 bytes"):
+            draft(fits, item="item")

@@ -13,6 +13,11 @@ sample of the split "all", unknown values go to the OOV id and are counted, no n
 every row is scored whatever `history.min_length` says; a file without the label column scores with
 labels 0 and `info["labeled"] = False`).
 
+A fit first judges the spec's feature columns on the first rows of the first file (`check_leaks`): a
+column that reveals the label there (equal to it, agreeing with it, present on one class only, or ranking
+it alone at AUC 0.99 or more: zoo.datasets.spec_draft.label_evidence) is refused in one line naming it and
+the evidence, unless its options say "known_before_label": true.
+
 Every row read is kept, repaired (a filled numeric, a history list cut to its newest L) or dropped (an
 empty label, an unreadable time with on_error "drop", fewer than min_length earlier rows): the account
 of each file is printed and stored in the info (`accounting`), read = kept + repaired + dropped.
@@ -79,6 +84,8 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
     if context_files and (fitted is None or stream):
         raise ZooError("history-only files (--history-from) go with a fitted preprocessing, built in memory"
                        + ("" if fitted is None else f" (these files exceed ZOO_STREAM_BYTES, {stream_bytes():,} bytes)"))
+    if fitted is None:  # (every process judges the first file alike, before any read of the whole files)
+        check_leaks(spec, files)
     if stream:
         return spec_streaming.build(spec, files, out_dir, verbose, fitted, origin, group)
     files, numbers = shards(group, files, fitted)
@@ -117,6 +124,88 @@ def check_training_rows(spec, files, rows, positives):
     raise ZooError(f"label {spec_reading.rule_text(spec.label)} leaves {one} among the {rows:,} training rows, so "
                    f"there is nothing to learn (values of {column} at the start of {files[0]}: {seen}): check the "
                    "label rule's values")
+
+
+LEAK_SAMPLE_ROWS = 10_000  # the rows of the first file a fit judges its feature columns on
+
+
+def label_sample(spec, files, judged):
+    """(float labels [n] 0/1, NaN where a row has none; the label column's texts [n]; {column: (texts [n],
+    kind)}) of the first LEAK_SAMPLE_ROWS rows of the first file, for the columns of `judged` it holds (kind:
+    "numeric", "categorical" or "tags", as spec_draft.label_evidence reads them); None without a label
+    column (events) or a row, or when the file lacks the label column (the build refuses that itself)."""
+    column = spec.label.get("column")
+    if column is None:
+        return None
+    if spec.source["format"] != "jsonl":  # (a JSON row may lack a key other rows hold: read as nulls)
+        have = set(spec_reading.file_columns(files[0], spec.source))
+        judged = [name for name in judged if name in have]
+        if column not in have:
+            return None
+    repairs = Repairs(files[0])
+    chunk = spec_reading.first_rows(files[0], spec.source, list(dict.fromkeys([column] + judged)), LEAK_SAMPLE_ROWS,
+                                    repairs)
+    if chunk is None:
+        return None
+    labels, kept = spec_reading.labels(chunk, spec.label, repairs)
+
+    def texts(name):
+        options = spec.columns[name]
+        if options["type"] == "tags":  # (Parquet and JSON lists too): the row's values, joined
+            tokens, lengths = spec_reading.token_lists(chunk, name, options["separator"])
+            return np.asarray(["|".join(row) for row in np.split(tokens, np.cumsum(lengths)[:-1])], dtype=object)
+        return np.asarray(spec_reading.as_text(chunk.columns[name]).to_numpy(zero_copy_only=False), dtype=object)
+
+    label_text = np.asarray(spec_reading.as_text(chunk.columns[column]).to_numpy(zero_copy_only=False), dtype=object)
+    return (np.where(kept, labels, np.nan).astype(np.float64), label_text,
+            {name: (texts(name), spec.columns[name]["type"]) for name in judged})
+
+
+def feature_columns(spec):
+    """The columns whose values are a row's own features, judged for leaks: not the keys (user, item: an id
+    separates its own rows trivially), the time, nor a history (hist: earlier rows)."""
+    keys = {spec.user, spec.item, spec.time and spec.time["column"]}
+    return [name for name, options in spec.columns.items() if name not in keys and options["role"] != "hist"]
+
+
+def check_leaks(spec, files):
+    """Refuses, in one line naming the column and the evidence, a feature column (`feature_columns`) that
+    reveals the label on the first LEAK_SAMPLE_ROWS rows of the first file (zoo.datasets.spec_draft's
+    `label_evidence`: equal to it, agreeing with it, present on one class only, or ranking it alone at AUC
+    0.99 or more): the model would read the label it predicts. A column marked "known_before_label": true
+    (a deliberate case) is not judged, nor the label's own column (its "allow_label_column")."""
+    from zoo.datasets.spec_draft import label_evidence
+
+    label = spec.label.get("column")
+    judged = [name for name in feature_columns(spec)
+              if name != label and not spec.columns[name].get("known_before_label")]
+    sample = label_sample(spec, files, judged)
+    if sample is None:
+        return
+    labels, label_text, columns = sample
+    for name, (values, kind) in columns.items():
+        evidence = label_evidence(values, kind, spec.label, label_text, labels)
+        if evidence is not None:
+            raise ZooError(f"column '{name}' reveals the label: {evidence}, on the first {labels.size:,} rows of "
+                           f"{files[0]}; a feature must be known before the label: remove it from 'columns', or mark "
+                           "it \"known_before_label\": true if it is")
+
+
+def likely_leak(spec, files):
+    """(column, AUC, rows judged) of the feature column (`feature_columns`, those marked known_before_label
+    included) that alone ranks the labels of the first LEAK_SAMPLE_ROWS rows of the first file best
+    (spec_draft's `single_auc`), or None: where a model too good to be true most likely reads its label."""
+    from zoo.datasets.spec_draft import single_auc
+
+    sample = label_sample(spec, files, feature_columns(spec))
+    if sample is None:
+        return None
+    labels, _, columns = sample
+    known = ~np.isnan(labels)
+    scored = [(name, single_auc(values[known], kind, labels[known]), int(known.sum()))
+              for name, (values, kind) in columns.items()]
+    scored = [found for found in scored if found[1] is not None]
+    return max(scored, key=lambda found: found[1]) if scored else None
 
 
 def shards(group, files, fitted=None):
@@ -169,7 +258,7 @@ def _file_parts(spec, index, path, scoring, repairs, only=None, block_bytes=None
     if not wanted:  # rows counted without a column of the spec's: the file's first, as text (none: every one)
         wanted = spec_reading.file_columns(path, spec.source)[:1]
     positional = {name: count for name, count in spec.positions().items() if only is None or name in only}
-    present, expanded = spec_reading.check_columns(path, spec.source, wanted, optional, positional)
+    present, expanded = spec_reading.check_columns(path, spec.source, wanted, optional, positional, label_column)
     present = present + [column for columns in expanded.values() for column in columns]
     labeled = label_column is None or label_column in present
     if history and not labeled and spec.earlier_labels_read():

@@ -438,6 +438,59 @@ class ImpressionLogTest(TestCase):
         self.assertEqual(processed.rows["test"], 0)
         self.assertAlmostEqual(processed.rows["train"] / 240, 0.5, delta=0.1)
 
+    def test_a_feature_that_reveals_the_label_is_refused_unless_known_before_label(self):
+        """A hand-written spec's feature that is present on clicked rows only (hashed, too), a yes/no copy of the
+        label or a number that ranks it alone: every fit (in memory; streaming) refuses it in one line naming
+        the column and the evidence on the first rows, before reading the whole files; "known_before_label":
+        true lets it through. The keys are not judged (an item may decide its clicks), the same values in
+        another column are."""
+        from zoo.datasets import spec_engine
+
+        path = os.path.join(self.folder, "leaky.csv")
+        with open(path, "w", newline="") as f:
+            writer = csv.DictWriter(f, list(self.rows[0]) + ["clicked_at", "echo", "stars"])
+            writer.writeheader()
+            for k, row in enumerate(self.rows):
+                click = row["clicked"] == "1"
+                writer.writerow(dict(row, clicked_at=row["ts"] if click else "", echo="yes" if click else "no",
+                                     stars=4 + k % 2 if click else 1 + k % 3))
+        clicks = sum(row["clicked"] == "1" for row in self.rows)
+        cases = {"clicked_at": ({"role": "ctx", "hash_buckets": 1000},
+                                rf"present only on positive rows \({clicks} of {clicks} positives, 0 of {240 - clicks} "
+                                r"negatives\)"),
+                 "echo": ({"role": "ctx"}, r"agreeing with the label on 100\.0% of the sampled rows \(per class, "
+                                           r"averaged\) read as 0/1"),
+                 "stars": ({"role": "num", "type": "numeric"}, r"ranking the sampled labels at AUC 1\.000 by itself")}
+        for name, (options, evidence) in cases.items():
+            spec = impression_spec(sequence_length=4, statistics=False)  # (statistics: in memory only)
+            spec["columns"][name] = dict(options)
+            for stream in (False, True):
+                with self.subTest(column=name, stream=stream), self.assertRaisesRegex(
+                        ZooError, rf"^column '{name}' reveals the label: {evidence}, on the first 240 rows of "
+                                  r".*leaky\.csv; a feature must be known before the label: remove it from 'columns', "
+                                  r"or mark it \"known_before_label\": true if it is$"):
+                    spec_engine.build(spec, [path], self.get_temp_dir(), verbose=False, stream=stream)
+            spec["columns"][name]["known_before_label"] = True
+            processed = self.prepare(spec, path)
+            self.assertIn(f"{options['role']}_{name}", processed.schema.keys())
+        decided = os.path.join(self.folder, "decided.csv")  # the item decides the click
+        with open(decided, "w", newline="") as f:
+            writer = csv.DictWriter(f, ["clicked", "ts", "user_id", "item_id", "device", "item_copy"])
+            writer.writeheader()
+            for k, row in enumerate(self.rows):
+                item = f"i{k % 6}"
+                writer.writerow({"clicked": int(k % 6 < 3), "ts": row["ts"], "user_id": row["user_id"],
+                                 "item_id": item, "device": row["device"], "item_copy": item})
+        spec = {"label": {"column": "clicked"}, "time": {"column": "ts", "format": "iso8601"}, "user": "user_id",
+                "item": "item_id", "columns": {"user_id": {"role": "user"}, "item_id": {"role": "cand"},
+                                               "device": {"role": "ctx"}},
+                "history": {"from": "log", "fields": ["item_id"]}, "sequence_length": 4}
+        self.assertEqual(sum(self.prepare(spec, decided).rows.values()), 240)
+        spec["columns"]["item_copy"] = {"role": "ctx"}
+        with self.assertRaisesRegex(ZooError, r"^column 'item_copy' reveals the label: ranking the sampled labels at "
+                                              r"AUC 1\.000 by itself"):
+            self.prepare(spec, decided)
+
 
 @unittest.skipUnless(USER_BEHAVIOR.exists(), "shared Taobao UserBehavior sample not available")
 class EventLogTest(TestCase):

@@ -61,12 +61,17 @@ class Chunk:
         raise ZooError(f"{self.file}, line {self.line(index)}: column '{column}' {message}")
 
 
+def open_bytes(path):
+    """A binary stream of a text file's bytes as pyarrow's reader sees them (a .gz or .bz2 file's decompressed)."""
+    opener = {".gz": gzip.open, ".bz2": bz2.open}.get(os.path.splitext(str(path))[1].lower(), open)
+    return opener(path, "rb")
+
+
 def first_line(path):
     """The first line of a text file as text (a .gz or .bz2 file's decompressed, as pyarrow's reader sees
     it); a file that cannot be read is one ZooError line."""
-    opener = {".gz": gzip.open, ".bz2": bz2.open}.get(os.path.splitext(str(path))[1].lower(), open)
     try:
-        with opener(path, "rb") as stream:
+        with open_bytes(path) as stream:
             return stream.readline().decode("utf-8-sig", "replace")
     except (OSError, EOFError) as error:
         raise ZooError(f"{path}: cannot read its first line ({error})") from None
@@ -147,10 +152,11 @@ def file_columns(path, source):
     return list(row)
 
 
-def check_columns(path, source, wanted, optional=(), positional=None):
+def check_columns(path, source, wanted, optional=(), positional=None, label=None):
     """The columns of `wanted` the file holds, and {list: its position columns} of `positional` ({name:
     count}); refuses, in one line, a file that lacks a column the spec names, and a repeated header name the
-    spec names as one column (a per-position list wants "positions")."""
+    spec names as one column (a per-position list wants "positions"), but for the `label`'s: its first
+    column is the label, the repeats copies of it (`spec draft` leaves them out)."""
     have = file_columns(path, source)
     positional = positional or {}
     expanded = {name: positions(path, have, name, count) for name, count in positional.items()}
@@ -160,7 +166,7 @@ def check_columns(path, source, wanted, optional=(), positional=None):
         if name not in have and name not in optional:
             shown = ", ".join(have[:40]) + (" ..." if len(have) > 40 else "")
             raise ZooError(f"{path}: column '{name}' named in the spec is absent (columns: {shown})")
-        if f"{name}.1" in have:
+        if f"{name}.1" in have and name != label:
             count = sum(1 for c in have if c == name or c.startswith(name + ".") and c[len(name) + 1:].isdigit())
             raise ZooError(f"{path}: column '{name}' appears {count} times in the header: a per-position list? give it "
                            f"\"type\": \"list\", \"positions\": {count}")
@@ -172,9 +178,10 @@ def first_row_line(source):
     return 2 if source["format"] == "csv" and source["header"] else 1
 
 
-def read_chunks(path, source, columns, repairs, block_bytes=None):
+def read_chunks(path, source, columns, repairs, block_bytes=None, blank_lines=True):
     """Yields the `Chunk`s of one file holding `columns`; counts its rows in `repairs.read`. `block_bytes`
-    (default BLOCK_BYTES): CSV and JSON blocks (pyarrow parses some 30 blocks ahead of the caller)."""
+    (default BLOCK_BYTES): CSV and JSON blocks (pyarrow parses some 30 blocks ahead of the caller);
+    `blank_lines`: count the whole file's empty lines into `repairs` (a read of its first rows does not)."""
     block_bytes = block_bytes or BLOCK_BYTES
     import pyarrow as pa
 
@@ -198,7 +205,8 @@ def read_chunks(path, source, columns, repairs, block_bytes=None):
                            f"{row.expected_columns}: {row.text[:80]!r}")
             return "error"  # pyarrow stops with ArrowInvalid; the message above is raised instead
 
-        repairs.blank_lines += _empty_lines(path)
+        if blank_lines:
+            repairs.blank_lines += _empty_lines(path)
         names = unique_names(_csv_header(path, source))
         try:
             reader = pcsv.open_csv(
@@ -248,6 +256,32 @@ def read_chunks(path, source, columns, repairs, block_bytes=None):
         repairs.read += batch.num_rows
         yield Chunk(path, chunk_columns, line, batch.num_rows)
         line += batch.num_rows
+
+
+SAMPLE_BLOCK_BYTES = 2**20  # the blocks a read of a file's first rows parses (pyarrow reads ~30 ahead)
+
+
+def first_rows(path, source, columns, rows, repairs):
+    """The first `rows` rows of one file holding `columns`, as one `Chunk` (None: the file holds no data
+    row), read in SAMPLE_BLOCK_BYTES blocks: what `spec draft` and a fit's leak check judge a file by."""
+    import pyarrow as pa
+
+    chunks, held = [], 0
+    for chunk in read_chunks(path, source, columns, repairs, SAMPLE_BLOCK_BYTES, blank_lines=False):
+        chunks.append(chunk)
+        held += chunk.rows
+        if held >= rows:
+            break
+    if not chunks:
+        return None
+
+    def joined(name):
+        arrays = [chunk.columns[name] for chunk in chunks]
+        if len({array.type for array in arrays}) > 1:  # JSON blocks typed apart (a number, then nulls)
+            arrays = [as_text(array) for array in arrays]
+        return pa.concat_arrays(arrays).slice(0, rows)
+
+    return Chunk(path, {name: joined(name) for name in columns}, chunks[0].first_line, min(held, rows))
 
 
 def _unterminated_last_line(path):
@@ -386,21 +420,37 @@ def labels(chunk, label, repairs):
 
 
 MAX_TIME = 2**63 // 10**9  # unix seconds: 2262-04-11 (nanoseconds in int64); a later time is refused (or dropped)
+EARLIEST_TIME = 631_152_000  # 1990-01-01 UTC, in unix seconds: an earlier time is the wrong time.format
+LATEST_TIME = 4_102_444_800  # 2100-01-01 UTC: a time at or after it is the wrong time.format
+TIME_WHAT = {"unix_s": "unix seconds", "unix_ms": "unix milliseconds", "iso8601": "an ISO 8601 time"}
+
+
+def _utc(seconds):
+    """A unix time as its UTC date and time ("1970-01-20 16:13:20 UTC"); one beyond the years 1 .. 9999 as
+    its year."""
+    import datetime
+
+    if not -62_135_596_800 <= seconds < 253_402_300_800:
+        return f"the year {1970 + seconds / 31_556_952:,.0f}"
+    moment = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc) + datetime.timedelta(seconds=int(seconds))
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def times(chunk, time, repairs, alive):
-    """(int64 unix seconds [n], kept [n] bool): an unparseable time of a row still `alive` (not dropped
-    already) is an error or dropped (counted)."""
+    """(int64 unix seconds [n], kept [n] bool): a time of a row still `alive` (not dropped already) that
+    does not parse, or (EARLIEST_TIME, LATEST_TIME) reads before 1990-01-01 or from 2100-01-01 on (no event
+    log's time: unix_ms on unix seconds puts every row in January 1970), is an error naming the column, the
+    format, the value and what it reads as, or with on_error "drop" dropped (counted)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     column, fmt = time["column"], time["format"]
     array = chunk.columns[column]
-    seconds = np.zeros(chunk.rows, np.int64)
+    other = None  # unix formats: (the other unit, each value read in it), a hint for a time outside the range
     if pa.types.is_timestamp(array.type):
         valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
         values = pc.cast(array.cast(pa.timestamp("ns", tz=array.type.tz)), pa.int64()).to_numpy(zero_copy_only=False)
-        seconds = np.where(valid, np.nan_to_num(values) // 10**9, 0).astype(np.int64)
+        readings = np.where(valid, np.nan_to_num(values) // 10**9, 0).astype(np.float64)
     elif fmt in ("unix_s", "unix_ms"):
         numbers = np.full(chunk.rows, np.nan)
         try:
@@ -412,7 +462,9 @@ def times(chunk, time, repairs, alive):
             numbers = np.array([_float_or_nan(t) for t in text])
         valid = ~np.isnan(numbers)
         scale = 1000 if fmt == "unix_ms" else 1
-        seconds = np.where(valid, np.floor(np.nan_to_num(numbers) / scale), 0).astype(np.int64)
+        readings = np.floor(np.nan_to_num(numbers) / scale)  # (float: 1e20 stays 1e20, not an int64 overflow)
+        other = ("unix_s", np.floor(np.nan_to_num(numbers))) if fmt == "unix_ms" else (
+            "unix_ms", np.floor(np.nan_to_num(numbers) / 1000))
     else:
         text = pc.utf8_trim_whitespace(as_text(array))
         if fmt == "iso8601":
@@ -434,22 +486,35 @@ def times(chunk, time, repairs, alive):
                             parsed[i], valid[i] = one // 10**9, True
                         except pa.ArrowInvalid:
                             pass
-            seconds = parsed
+            readings = parsed.astype(np.float64)
         else:
             parsed = pc.strptime(text, format=fmt, unit="s", error_is_null=True)
             valid = np.asarray(parsed.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-            seconds = np.where(valid, pc.cast(pc.fill_null(parsed.cast(pa.int64()), 0), pa.int64())
-                               .to_numpy(zero_copy_only=False), 0).astype(np.int64)
-    bad = (~valid | (seconds < 0) | (seconds >= MAX_TIME)) & alive
+            readings = np.where(valid, pc.cast(pc.fill_null(parsed.cast(pa.int64()), 0), pa.int64())
+                                .to_numpy(zero_copy_only=False), 0).astype(np.float64)
+    if other is None:  # (a text or timestamp outside 1970 .. 2262 does not parse into nanoseconds: unreadable)
+        valid = valid & (readings >= 0) & (readings < MAX_TIME)
+    within = valid & (readings >= EARLIEST_TIME) & (readings < LATEST_TIME)
+    unreadable = ~valid & alive
+    outside = valid & ~within & alive
+    bad = unreadable | outside
     if bad.any():
         index = int(np.flatnonzero(bad)[0])
         if time["on_error"] == "error":
-            shown = chunk.columns[column].slice(index, 1).to_pylist()[0]
-            what = {"unix_s": "unix seconds", "unix_ms": "unix milliseconds", "iso8601": "an ISO 8601 time"}
-            chunk.error(index, column, f"should be {what.get(fmt, 'a time ' + repr(fmt))} from 1970 to 2262, found "
-                                       f"{str(shown)[:40]!r} (or set time.on_error to 'drop')")
-        repairs.drop(f"dropped {{n}} row(s) with an unreadable '{column}'", int(bad.sum()))
-    return seconds, ~bad
+            shown = str(chunk.columns[column].slice(index, 1).to_pylist()[0])[:40]
+            if unreadable[index]:
+                chunk.error(index, column, f"should be {TIME_WHAT.get(fmt, 'a time ' + repr(fmt))} from 1970 to 2262, "
+                                           f"found {shown!r} (or set time.on_error to 'drop')")
+            hint = ""
+            if other is not None and EARLIEST_TIME <= other[1][index] < LATEST_TIME:
+                hint = f" (as {other[0]} it reads {_utc(other[1][index])})"
+            chunk.error(index, column, f"(time.format {fmt}) holds {shown!r}, which reads as {_utc(readings[index])}, "
+                                       f"outside 1990-01-01 .. 2100-01-01: check time.format{hint} "
+                                       "(or set time.on_error to 'drop')")
+        repairs.drop(f"dropped {{n}} row(s) with an unreadable '{column}'", int(unreadable.sum()))
+        repairs.drop(f"dropped {{n}} row(s) whose '{column}' reads outside 1990-01-01 .. 2100-01-01",
+                     int(outside.sum()))
+    return np.where(within, readings, 0).astype(np.int64), ~bad
 
 
 def _float_or_nan(text):

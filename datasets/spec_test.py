@@ -4,6 +4,7 @@ built (issue #37's cases)."""
 import copy
 import json
 import os
+import re
 
 from tests.impression_logs import impression_spec
 from tests.testing import TestCase
@@ -101,3 +102,16 @@ class DataSpecValuesTest(TestCase):
         drafted = DataSpec(mutated(lambda s: s["columns"].update(genres={"role": "user", "separator": ";"})))
         self.assertEqual(drafted.columns["genres"]["type"], "tags")  # a separator on a row's column: tags
         self.assertEqual(drafted.columns["genres"]["max_tags"], 8)
+
+    def test_known_before_label_is_true_or_absent(self):
+        """The opt-in that lets through a feature the fit would refuse as revealing the label
+        (zoo.datasets.spec_engine.check_leaks): true, kept in the spec's JSON; false, as absent."""
+        for value in ("yes", 1, None):
+            with self.subTest(value=value), self.assertRaisesRegex(
+                    ZooError, r"^spec column 'price': 'known_before_label' should be true or absent, found "
+                              + re.escape(repr(value)) + "$"):
+                DataSpec(mutated(lambda s: s["columns"]["price"].update(known_before_label=value)))
+        unset = DataSpec(mutated(lambda s: s["columns"]["price"].update(known_before_label=False)))
+        self.assertNotIn("known_before_label", unset.to_dict()["columns"]["price"])
+        spec = DataSpec(mutated(lambda s: s["columns"]["price"].update(known_before_label=True)))
+        self.assertIs(spec.to_dict()["columns"]["price"]["known_before_label"], True)

@@ -12,7 +12,9 @@ data contract, preprocessing.json), report.json and test_report.json and the fig
 an interrupted run (`resume=True` continues it) and `out/.lock` keeps a second run out of the folder while
 this one runs. On a data spec (a team's own log) the defaults are compare's (zoo.recipes.compare: at most
 10 epochs, batch 1024, early stopping on the validation AUC with the best epoch kept) and the model is
-scored beside the trivial baselines on the same rows (zoo.recipes.baselines).
+scored beside the trivial baselines on the same rows (zoo.recipes.baselines); a validation AUC of
+SUSPICIOUS_AUC or more is no click model but a leak: the run stops there, before the test split, the
+baselines and the preset, in one line naming the column most likely to carry the label (`suspicious`).
 """
 
 import contextlib
@@ -23,6 +25,8 @@ import sys
 
 from zoo.errors import ZooError
 from zoo.recipes.data_source import DataSource
+
+SUSPICIOUS_AUC = 0.999  # a validation AUC this high on a spec's log means the label leaks into the features
 
 
 @contextlib.contextmanager
@@ -153,6 +157,25 @@ def _against_baselines(model_name, model, source, datasets_by_split, log):
     return results
 
 
+def suspicious(auc, source):
+    """The one-line error of a spec run whose validation AUC (`auc`) is SUSPICIOUS_AUC or more: the feature
+    column that alone ranks the labels best on the log's first rows (zoo.datasets.spec_engine.likely_leak)
+    is named as the likely leak."""
+    from zoo.datasets import spec_engine, spec_reading
+    from zoo.datasets.spec import DataSpec
+
+    spec = DataSpec.read(source.spec)
+    files = spec_reading.source_files(source.data, spec.source["format"])
+    found = spec_engine.likely_leak(spec, files)
+    head = f"validation AUC {auc:.4f} is too good to be true (>= {SUSPICIOUS_AUC}): the label leaks into the features"
+    if found is None:
+        return (f"{head}, through a key or the history (the spec has no other feature column to judge); fit stops "
+                "without a preset")
+    return (f"{head}, most likely through column '{found[0]}' (alone it ranks the labels of the first {found[2]:,} "
+            f"rows of {files[0]} at AUC {found[1]:.3f}); fit stops without a preset: remove that column from the "
+            "spec's 'columns' (a feature must be known before the label)")
+
+
 def _backup(out, resume):
     """The folder that keeps an interrupted training run (Keras' BackupAndRestore), checked against `resume`."""
     from zoo.recipes.resume import completed_epochs
@@ -213,7 +236,8 @@ def train(model, source=None, out="runs/fit", *, recipe="suan", epochs=None, bat
     "temperature") fits post-hoc calibration on the validation split after training, kept where it lowers
     its LogLoss; `distribution_options` are `distribution`'s (strategy, devices, model_axis, shard_dense,
     batch_scaling) for several devices or processes. `log` receives each line of the account (the banner,
-    the kept epoch, the baselines, the metrics); `log=None` is silent."""
+    the kept epoch, the baselines, the metrics); `log=None` is silent. A spec run whose validation AUC is
+    SUSPICIOUS_AUC or more stops with a ZooError naming the likely leak (`suspicious`), writing no preset."""
     import keras
 
     import zoo
@@ -271,6 +295,8 @@ def train(model, source=None, out="runs/fit", *, recipe="suan", epochs=None, bat
                           history=history.history, step_history=steps.history, predicted=scored["validation"][1])
         metrics = {"val_auc": report["auc"], "val_logloss": report["logloss"],
                    "val_ece": report["calibration"]["ece"]}
+        if source.spec is not None and report["auc"] >= SUSPICIOUS_AUC:
+            raise ZooError(suspicious(report["auc"], source))
         if not source.simulated:
             log("scoring the test split")
             test, _ = source.load("test", held_out, batch_size=scoring)

@@ -1,3 +1,4 @@
+import csv
 import json
 import os
 
@@ -5,7 +6,7 @@ import zoo
 from tests.impression_logs import impression_spec, write_impression_log
 from tests.testing import TestCase, run_cli
 from zoo.errors import ZooError
-from zoo.recipes.train import folder_lock
+from zoo.recipes.train import folder_lock, suspicious
 
 TINY = {"attention_units": [8], "mlp_units": [8]}
 
@@ -100,3 +101,42 @@ class TrainTest(TestCase):
         self.assertIsNotNone(preprocessing)
         with self.assertRaisesRegex(ZooError, "^--protocol and --data-option are a named data set's"):
             zoo.recipes.DataSource(log, spec=spec, protocol="rest").load("train")
+
+    def test_a_validation_auc_too_good_to_be_true_stops_fit_naming_the_likely_column(self):
+        """A column marked known_before_label that is the label in another form ("outcome": hit on every click):
+        the model reads it and ranks the validation rows at AUC 1.0, which no click log gives. fit stops in one
+        line naming that column (of the feature columns, the one that alone ranks the log's first rows best),
+        before the test split, the baselines and the preset; the command line prints the line, exit 2."""
+        folder = self.get_temp_dir()
+        log = write_impression_log(os.path.join(folder, "log.csv"), rows=400)
+        with open(log, newline="") as f:
+            rows = list(csv.DictReader(f))
+        with open(log, "w", newline="") as f:
+            writer = csv.DictWriter(f, list(rows[0]) + ["outcome"])
+            writer.writeheader()
+            writer.writerows(dict(row, outcome="hit" if row["clicked"] == "1" else "miss") for row in rows)
+        spec = impression_spec(sequence_length=4)
+        spec["columns"]["outcome"] = {"role": "ctx", "known_before_label": True}
+        message = (r"validation AUC (1\.0000|0\.999\d) is too good to be true \(>= 0\.999\): the label leaks into the "
+                   r"features, most likely through column 'outcome' \(alone it ranks the labels of the first 400 rows "
+                   r"of .*log\.csv at AUC 1\.000\); fit stops without a preset: remove that column")
+        out = os.path.join(folder, "run")
+        with self.assertRaisesRegex(ZooError, "^" + message):
+            zoo.recipes.train("din", zoo.recipes.DataSource(log, spec=spec), out, epochs=3, batch_size=64,
+                              learning_rate=0.01, hyperparameters=TINY, log=None)
+        self.assertFalse(os.path.exists(os.path.join(out, "preset")))
+        path = os.path.join(folder, "spec.json")
+        with open(path, "w") as f:
+            json.dump(spec, f)
+        status, _, err = run_cli("fit", "din", "--data", log, "--spec", path, "--epochs", "3", "--batch-size", "64",
+                                 "--learning-rate", "0.01", "--set", "attention_units=[8]", "--set", "mlp_units=[8]",
+                                 "--out", os.path.join(folder, "cli"))
+        self.assertEqual(status, 2)
+        self.assertRegex(err.splitlines()[-1], "^error: " + message)
+        keys_only = dict(spec, columns={"user_id": {"role": "user"}, "item_id": {"role": "cand"}},
+                         history={"from": "log", "fields": ["item_id"], "feedback": True},
+                         statistics={"keys": ["user_id", "item_id"]})
+        self.assertEqual(suspicious(0.9995, zoo.recipes.DataSource(log, spec=keys_only)),
+                         "validation AUC 0.9995 is too good to be true (>= 0.999): the label leaks into the features, "
+                         "through a key or the history (the spec has no other feature column to judge); fit stops "
+                         "without a preset")

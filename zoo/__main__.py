@@ -337,11 +337,15 @@ def _spec(args):
     text = json.dumps(spec, indent=2)
     if args.out is None:
         print(text)
+        for line in spec_draft.left_out(spec):  # (stderr: the spec alone on stdout)
+            print(line, file=sys.stderr)
         return
     with new_file(args.out) as f:
         f.write(text + "\n")
     guesses = sum(note.startswith("guess") or "; guess" in note for note in spec["notes"].values())
     print(f"wrote {args.out}: {len(spec['columns'])} column(s); {guesses} guess(es) noted in its 'notes' to check")
+    for line in spec_draft.left_out(spec):
+        print(line)
 
 
 def _tune(args):
