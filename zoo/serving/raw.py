@@ -31,7 +31,7 @@ of the whole fitted log per value), bucketed as the engine buckets them. Outputs
 (history entries dropped: beyond L, not before the request's time, or with an unreadable time),
 `repaired` [B] (numbers that are not finite numbers, "abc", "inf" or "1e400", filled as missing values
 with the fitted fill; numbers beyond +-1e9 once transformed, clipped to it, as the engine does; tag lists
-longer than their column's max_tags, cut to it). A request time that is not a time from 1970 to 2262
+longer than their column's max_tags, cut to it). A request time that is not a time from 1990 to 2100
 ("", "-5", "1e20") stops
 the call with one line naming the input (the engine refuses such a row alike). As the id signatures do
 (zoo/serving/shapes.py), it refuses a request of another rank, mismatched batch sizes, candidate columns
@@ -44,7 +44,7 @@ export refuses it with one line; unix seconds, milliseconds and ISO 8601 are par
 import numpy as np
 
 from zoo.datasets.spec import DataSpec, feature_name, statistics_state
-from zoo.datasets.spec_reading import MAX_TIME
+from zoo.datasets.spec_reading import EARLIEST_TIME, LATEST_TIME
 from zoo.datasets.statistics import smoothed_rate
 from zoo.errors import ZooError
 from zoo.schema import NUMERIC_LIMIT
@@ -189,16 +189,16 @@ def _iso_seconds(text):
 
 
 def parse_times(text, fmt):
-    """(int64 unix seconds, valid bool) of time texts in the spec's format; valid from 1970 to 2262, as the
-    engine reads them (zoo.datasets.spec_reading.MAX_TIME)."""
+    """(int64 unix seconds, valid bool) of time texts in the spec's format; valid from 1990-01-01 to
+    2100-01-01 (excluded), the window the engine reads (zoo.datasets.spec_reading.EARLIEST_TIME, LATEST_TIME)."""
     import tensorflow as tf
 
     if fmt == "iso8601":
         seconds, valid = _iso_seconds(text)
-        return seconds, valid & (seconds >= 0) & (seconds < MAX_TIME)
+        return seconds, valid & (seconds >= EARLIEST_TIME) & (seconds < LATEST_TIME)
     scale = 1000.0 if fmt == "unix_ms" else 1.0
     values = _parsed_numbers(text) / scale
-    valid = tf.math.is_finite(values) & (values >= 0) & (values < MAX_TIME)  # (NaN compares false)
+    valid = tf.math.is_finite(values) & (values >= EARLIEST_TIME) & (values < LATEST_TIME)  # (NaN compares false)
     return tf.cast(tf.floor(tf.where(valid, values, 0.0)), tf.int64), valid
 
 
@@ -366,7 +366,7 @@ class RawPreprocessing:
 
     def __call__(self, inputs):
         """(features in the contract, unknown_ids [B] int32, history_cut [B] int32, repaired [B] int32). A
-        request time that is not a time from 1970 to 2262 stops the call ("assertion failed: [...]" naming the
+        request time that is not a time from 1990 to 2100 stops the call ("assertion failed: [...]" naming the
         input): every history entry is masked by it, so no score could be right."""
         import tensorflow as tf
 
@@ -381,7 +381,7 @@ class RawPreprocessing:
             request_time, valid = parse_times(inputs[name], spec.time["format"])
             what = {"unix_s": "unix seconds", "unix_ms": "unix milliseconds", "iso8601": "an ISO 8601 time"}
             check = tf.debugging.Assert(tf.reduce_all(valid), [
-                f"the request time {name} holds a value that is not {what[spec.time['format']]} from 1970 to 2262"])
+                f"the request time {name} holds a value that is not {what[spec.time['format']]} from 1990 to 2100"])
             with tf.control_dependencies([check]):
                 request_time = tf.identity(request_time)
         for column, options in spec.columns.items():

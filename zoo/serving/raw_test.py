@@ -203,11 +203,11 @@ except tf.errors.InvalidArgumentError as error:
                            ("history_item_id", inputs["history_item_id"][:, :, None])):
             error = self.call_raw(path, dict(inputs, **{key: value}))["error"]
             self.assertTrue(error.startswith(f"assertion failed: [{key} has shape "), error)
-        for time in ("", "-5", "1e20", "12345678901234567890", "abc", "2600-01-01T00:00:00Z", "2024-13-45T00:00:00Z",
+        for time in ("", "-5", "1e20", "12345678901234567890", "abc", "2600-01-01T00:00:00Z", "1985-06-01T00:00:00Z", "2024-13-45T00:00:00Z",
                      "2023-02-29T08:00:00Z", "2024-03-11T25:00:00Z"):
             wrong = dict(inputs, ts=np.array([inputs["ts"][0]] * 3 + [time]))
             self.assertEqual(self.call_raw(path, wrong)["error"], "assertion failed: [the request time ts holds a "
-                                                                   "value that is not an ISO 8601 time from 1970 to 2262]")
+                                                                   "value that is not an ISO 8601 time from 1990 to 2100]")
         # history entries sent without their labels (a client that read its history from rows lacking the
         # label column): one line, where feedback and the user's statistics would read nothing
         body, _ = build_request(self.state, self.later, 4, history_from=[self.log])
