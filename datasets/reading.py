@@ -54,6 +54,7 @@ class Repairs:
         self.repaired = 0
         self.blank_lines = 0
         self.kept = None  # set by finish
+        self.history_only = False  # set by finish: every row read for the histories of other files' rows
         self._repaired_line = None
 
     def drop(self, what, count=1):
@@ -121,6 +122,7 @@ class Repairs:
         if not rows and not context:  # (a context file's rows are read for the later rows' features)
             raise ZooError(f"{self.path}: no row is left ({self.summary()})")
         self.kept = kept
+        self.history_only = context and self.counts.get(HISTORY_ONLY, 0) == self.read > 0
         return self
 
     def accounting(self):
@@ -133,9 +135,12 @@ class Repairs:
     def summary(self):
         """One line: 'u.data: read 100 rows = 98 kept + 0 repaired + 2 dropped; dropped 1 truncated ...'."""
         head = f"{os.path.basename(self.path)}: read {self.read} row(s)"
-        if self.kept is not None:
+        if self.history_only:  # an earlier log (--history-from): none of its rows is scored, none is lost
+            head += " for histories and statistics only (an earlier log: not scored)"
+        elif self.kept is not None:
             head += f" = {self.kept} kept + {self.repaired} repaired + {self.dropped} dropped"
-        parts = [what.format(n=n) for what, n in self.counts.items()]
+        parts = [what.format(n=n) for what, n in self.counts.items() if n and not (self.history_only and
+                                                                                 what == HISTORY_ONLY)]
         if self.blank_lines:
             parts.append(f"skipped {self.blank_lines} blank line(s)")
         return "; ".join([head] + parts)
@@ -143,6 +148,9 @@ class Repairs:
     def report(self):
         """Prints the summary."""
         print(f"zoo.datasets: {self.summary()}")
+
+
+HISTORY_ONLY = "read {n} row(s) for histories and statistics only (an earlier log: not scored)"  # a drop's kind
 
 
 def as_number(text, kind=float):

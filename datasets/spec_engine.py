@@ -35,7 +35,7 @@ import numpy as np
 from zoo.datasets import events, preprocess, storage
 from zoo.datasets import fitted as fitted_state
 from zoo.datasets import spec_reading
-from zoo.datasets.reading import Repairs
+from zoo.datasets.reading import HISTORY_ONLY, Repairs
 from zoo.datasets.process_group import ProcessGroup
 from zoo.datasets.spec import BUDGET, DataSpec, statistics_state
 from zoo.errors import ZooError
@@ -956,7 +956,7 @@ class _Build:
             repairs.drop(f"made no sample for {{n}} row(s) with fewer than {spec.history and spec.history.get('min_length')} "
                          "earlier row(s) of their user", int(dropped[index]))
             if self.context_rows is not None:
-                repairs.drop("read {n} row(s) for histories and statistics only (an earlier log: not scored)",
+                repairs.drop(HISTORY_ONLY,
                              int(self.context_rows[index]))
             for name in self.unknown:
                 what = (f"mapped {{n}} '{name}' value(s) to the OOV id" if spec.columns[name]["type"] in ("list", "tags")

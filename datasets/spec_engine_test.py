@@ -211,6 +211,10 @@ class ImpressionLogTest(TestCase):
         self.assertEqual(account["kinds"]["read {n} row(s) for histories and statistics only (an earlier log: not "
                                           "scored)"], 240)
         self.assertEqual((account["read"], account["kept"]), (240, 0))
+        summary = scored.info["repairs"] if isinstance(scored.info.get("repairs"), str) else ""
+        self.assertIn("log.csv: read 240 row(s) for histories and statistics only (an earlier log: not scored)", summary)
+        self.assertNotIn("0 kept + 0 repaired + 240 dropped", summary)  # an earlier log loses no row
+        self.assertNotRegex(summary, r"\b0 '")  # no kind of change with a count of 0
         # each file's account counts its own rows' unknown values (the earlier log's items are all known)
         self.assertFalse([kind for kind in account["kinds"] if kind.startswith("mapped")])
         new_items = sum(line.split(",")[2].startswith("new-") for line in later_lines[1:])
