@@ -102,3 +102,18 @@ class RepairsTest(TestCase):
             ("removed {n} x", 1), ("filled {n} y", 3), (TRUNCATED, 1)])
         self.assertEqual((repairs.dropped, repairs.repaired), (2, 2))  # rows 3 and 5, each once
         self.assertEqual(repairs.finish(4).accounting()["kept"], 2)
+
+
+class SourceFilesTest(TestCase):
+    def test_a_pipe_or_a_device_is_refused_by_what_it_is(self):
+        from zoo.datasets import spec_reading
+
+        fifo = os.path.join(self.get_temp_dir(), "log.csv")
+        os.mkfifo(fifo)
+        for path in (fifo, "/dev/zero"):
+            with self.assertRaises(ZooError) as caught:
+                spec_reading.source_files(path, "csv")
+            self.assertEqual(str(caught.exception), f"{path}: not a regular file or a folder (a pipe or a device): "
+                                                    "write the log to a file first")
+        with self.assertRaisesRegex(ZooError, "no such file, folder or matching files"):
+            spec_reading.source_files(fifo + ".missing", "csv")

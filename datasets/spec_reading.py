@@ -29,7 +29,8 @@ SUFFIXES = {"csv": (".csv", ".tsv", ".txt", ".gz", ".bz2"), "parquet": (".parque
 
 
 def source_files(path, fmt):
-    """The files of a data path: one file, a glob, or a folder's files of the source format (name order)."""
+    """The files of a data path: one file, a glob, or a folder's files of the source format (name order); a
+    path that exists but is neither a file nor a folder (a FIFO, /dev/zero) is refused in one line."""
     path = os.fspath(path)
     if os.path.isfile(path):
         return [path]
@@ -39,6 +40,8 @@ def source_files(path, fmt):
         if not files:
             raise ZooError(f"{path}: the folder holds no {fmt} file ({', '.join(SUFFIXES[fmt])})")
         return files
+    if os.path.exists(path):  # a FIFO, a device, a socket: no end or no size to read a log by
+        raise ZooError(f"{path}: not a regular file or a folder (a pipe or a device): write the log to a file first")
     files = sorted(f for f in glob.glob(path) if os.path.isfile(f))
     if not files:
         raise ZooError(f"{path}: no such file, folder or matching files")
