@@ -32,9 +32,11 @@ Prints one row of counts per family and entry point (every failure counted), the
 (found in model files and reported there) and the first examples of the others; exits 1 on any
 failure not in KNOWN. tests/fuzz_test.py runs 50 cases per family on every backend.
 
-Then the data paths (`--surfaces`, all three by default; benchmarks/fuzz_data_paths.py): the spec engine
+Then the data paths (`--surfaces`, spec cli raw by default; benchmarks/fuzz_data_paths.py): the spec engine
 on mutated specs and logs, every output path of the command line pointed where it cannot write, and the
-raw signature on mutated requests (TensorFlow), --cases each (the command line: its 36 fixed cases).
+raw signature on mutated requests (TensorFlow), --cases each (the command line: its 36 fixed cases);
+`operator` adds an operator's mistakes and accidents (own inputs as outputs, kills, full disks, labels,
+histories, budgets, tampered fitted state, the plain Keras call: fixed cases, about 7 minutes).
 """
 
 import argparse
@@ -663,7 +665,8 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--examples", type=int, default=20, help="failures printed with their detail")
     parser.add_argument("--threads", type=int, default=8, help="threads of the concurrent pass (0: none)")
-    parser.add_argument("--surfaces", nargs="*", default=["spec", "cli", "raw"], choices=["spec", "cli", "raw"],
+    parser.add_argument("--surfaces", nargs="*", default=["spec", "cli", "raw"],
+                        choices=["spec", "cli", "raw", "operator"],
                         help="data paths fuzzed after the families (benchmarks/fuzz_data_paths.py); none: --surfaces")
     args = parser.parse_args()
     import keras

@@ -32,9 +32,13 @@ SUSPICIOUS_AUC = 0.999  # a validation AUC this high on a spec's log means the l
 @contextlib.contextmanager
 def folder_lock(folder, what="--out"):
     """Holds `folder`/.lock for this process while the block runs (flock, exclusive; the kernel frees it
-    when the process dies). A folder another live run holds is refused in one line naming its pid."""
+    when the process dies). A folder another live run holds is refused in one line naming its pid. A
+    folder this call made, holding nothing but the lock when the block ends (a run refused before it wrote
+    anything), is removed: a refused command leaves nothing behind."""
+    made = not os.path.isdir(folder)
     os.makedirs(folder, exist_ok=True)
-    handle = open(os.path.join(folder, ".lock"), "a+")
+    lock = os.path.join(folder, ".lock")
+    handle = open(lock, "a+")
     try:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -50,6 +54,10 @@ def folder_lock(folder, what="--out"):
         yield
     finally:
         handle.close()
+        if made and os.listdir(folder) == [".lock"]:
+            with contextlib.suppress(OSError):
+                os.remove(lock)
+                os.rmdir(folder)
 
 
 def progress():

@@ -1,6 +1,7 @@
 import csv
 import json
 import os
+from pathlib import Path
 
 import zoo
 from tests.impression_logs import impression_spec, write_impression_log
@@ -87,6 +88,14 @@ class TrainTest(TestCase):
             self.assertIn("another run is using it", err)
         with folder_lock(folder):  # free again
             pass
+        self.assertFalse(os.path.exists(folder))  # made by the lock, left holding nothing but it: removed
+        fresh = os.path.join(self.get_temp_dir(), "refused")
+        with self.assertRaises(ZooError), folder_lock(fresh):  # a run refused before it wrote anything
+            raise ZooError("refused")
+        self.assertFalse(os.path.exists(fresh))
+        with folder_lock(fresh):  # one that wrote something keeps its folder
+            Path(fresh, "report.json").write_text("{}")
+        self.assertEqual(sorted(os.listdir(fresh)), [".lock", "report.json"])
 
     def test_a_limited_source_reads_its_first_rows(self):
         folder = self.get_temp_dir()

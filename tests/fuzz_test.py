@@ -129,3 +129,20 @@ class DataPathsFuzzTest(TestCase):
                 lines = err.strip().splitlines()
                 self.assertEqual(len(lines), 1, err[-500:])
                 self.assertTrue(lines[0].startswith("error: "), lines)
+
+    def test_the_operator_surface_in_small(self):
+        """The benchmark's operator harness on its quick families: 12 commands pointed at their own inputs, each
+        refused in one line with every input left byte for byte, and the plain Keras call with bad ids and a NaN
+        scoring as the repaired request with one warning. (The benchmark also kills, fills disks, tampers with
+        fitted state and more: about 7 minutes.)"""
+        import keras
+
+        if keras.backend.backend() != "tensorflow":
+            self.skipTest("the command line's file handling is the same under every backend")
+        fuzz = data_paths_module()
+        operator = fuzz._Operator(fuzz.Fixture(self.get_temp_dir()), seed=0)
+        operator.own_input()
+        operator.keras_call()
+        self.assertEqual(operator.failures, [])
+        self.assertEqual(operator.tally["own input"]["refused"], 12)
+        self.assertEqual(operator.tally["keras call"]["correct"], 1)

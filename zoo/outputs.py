@@ -136,8 +136,12 @@ def new_file(path, binary=False, **options):
     a device (/dev/null, /dev/full) is written in place."""
     target = Path(os.path.realpath(path))
     if target.exists() and not target.is_file():
-        with open(path, "wb" if binary else "w", **options) as stream:  # a device or a folder (refused by open itself)
-            yield stream
+        try:
+            with open(path, "wb" if binary else "w", **options) as stream:  # a device or a folder (refused by open)
+                yield stream
+        except OSError as error:
+            error.filename = error.filename or str(path)
+            raise
         return
     _remove_stale(target)
     temporary = _temporary(target)

@@ -99,6 +99,12 @@ class NewFileTest(TestCase):
             self.assertEqual(no_temporaries(folder), [])
             target.unlink(missing_ok=True)
 
+    def test_a_device_that_fails_is_named(self):
+        with self.assertRaises(OSError) as raised:
+            with outputs.new_file("/dev/full") as f:
+                f.write("x" * 10_000)
+        self.assertEqual(raised.exception.filename, "/dev/full")
+
     def test_past_the_file_size_limit_nothing_is_left(self):
         folder = Path(self.get_temp_dir())
         code = ("from zoo.outputs import new_file\n"

@@ -279,7 +279,11 @@ class ZooModel(backend_kernels.RowSteps, keras.Model):
                     return check(batch[0]) if isinstance(batch[0], dict) else batch[0]
                 return (check(batch[0]) if isinstance(batch[0], dict) else batch[0],) + tuple(batch[1:])
 
-            return x.map(checked).with_options(x.options())  # (the source's options: no autotuning thread, ...)
+            import tensorflow as tf
+
+            # checked runs graph ops only: no AutoGraph (which writes temporary files, and on a full disk
+            # warned in 4 lines); the source's options kept (no autotuning thread, ...)
+            return x.map(tf.autograph.experimental.do_not_convert(checked)).with_options(x.options())
         return x
 
     def _refusing(self, call, keep_state=True):
