@@ -461,13 +461,9 @@ def _first_line(error):
 
 
 def _digest(path):
-    import hashlib
+    from zoo.presets import file_sha256
 
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return file_sha256(path)
 
 
 def _snapshot(paths):

@@ -50,7 +50,8 @@ METADATA = "metadata.json"
 WEIGHTS = "model.weights.h5"
 
 
-def _sha256(path):
+def file_sha256(path):
+    """The sha256 (hex) of the file at `path`, as metadata.json records a preset's files."""
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -61,7 +62,7 @@ def _sha256(path):
 def _check_sha256(directory, name, recorded, change):
     """Refuses `directory/name` when its sha256 is not the one metadata.json `recorded` (`change` says how
     it may have changed)."""
-    if _sha256(directory / name) != recorded:
+    if file_sha256(directory / name) != recorded:
         raise ZooError(f"{directory / name}: sha256 does not match {directory / METADATA} ({change})")
 
 
@@ -90,7 +91,7 @@ def _write_preset(model, directory, metadata, weights, preprocessing):
     config.pop("trainable", None)
     (directory / CONFIG).write_text(json.dumps({"model": model.registered_name, "config": config}, indent=2))
     info = {
-        "config_sha256": _sha256(directory / CONFIG),
+        "config_sha256": file_sha256(directory / CONFIG),
         "zoo_version": __version__,
         "keras_version": keras.__version__,
         "backend": keras.backend.backend(),
@@ -100,9 +101,9 @@ def _write_preset(model, directory, metadata, weights, preprocessing):
     }
     if weights:
         write_weights(model, directory / WEIGHTS)
-        info["weights_sha256"] = _sha256(directory / WEIGHTS)
+        info["weights_sha256"] = file_sha256(directory / WEIGHTS)
     if preprocessing is not None:
-        info["preprocessing_sha256"] = _sha256(save_preprocessing(preprocessing, directory / FILE_NAME))
+        info["preprocessing_sha256"] = file_sha256(save_preprocessing(preprocessing, directory / FILE_NAME))
     info.update(metadata or {})
     (directory / METADATA).write_text(json.dumps(info, indent=2))
 

@@ -58,7 +58,7 @@ class PresetsTest(TestCase):
             """An edited config.json whose checksum metadata.json follows (to reach the deeper checks)."""
             (self.dir / CONFIG).write_text(json.dumps(config))
             metadata = json.loads((self.dir / METADATA).read_text())
-            metadata["config_sha256"] = __import__("zoo.presets").presets._sha256(self.dir / CONFIG)
+            metadata["config_sha256"] = __import__("zoo.presets").presets.file_sha256(self.dir / CONFIG)
             (self.dir / METADATA).write_text(json.dumps(metadata))
 
         def rename_model():
@@ -91,7 +91,7 @@ class PresetsTest(TestCase):
         def deeply_nested():
             (self.dir / CONFIG).write_text("[" * 100_000 + "]" * 100_000)
             metadata = json.loads((self.dir / METADATA).read_text())
-            metadata["config_sha256"] = __import__("zoo.presets").presets._sha256(self.dir / CONFIG)
+            metadata["config_sha256"] = __import__("zoo.presets").presets.file_sha256(self.dir / CONFIG)
             (self.dir / METADATA).write_text(json.dumps(metadata))
 
         self.assertRegex(damaged(deeply_nested), "config.json: not valid JSON")
@@ -109,7 +109,7 @@ class PresetsTest(TestCase):
         """The preset's weights file becomes `model`'s, with a checksum metadata.json follows."""
         model.save_weights(str(self.dir / WEIGHTS))
         metadata = json.loads((self.dir / METADATA).read_text())
-        metadata["weights_sha256"] = __import__("zoo.presets").presets._sha256(self.dir / WEIGHTS)
+        metadata["weights_sha256"] = __import__("zoo.presets").presets.file_sha256(self.dir / WEIGHTS)
         (self.dir / METADATA).write_text(json.dumps(metadata))
 
     def test_weights_that_do_not_fit_the_config(self):
