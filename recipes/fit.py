@@ -299,9 +299,13 @@ def fit(
                 str(checkpoint_path), monitor=monitor, mode="max", save_best_only=True, save_weights_only=True
             )
         )
-    # (not in a distribution: each process would rank its own validation shard, and stop on its own)
+    # (not in a distribution: each process would rank its own validation shard, and stop on its own; and
+    # only where the trained network scores the validation rows as they are: the same M)
     single = keras.distribution.distribution() is None and not _in_tf_strategy()
-    exact = [ExactValidationAUC(val, model=twin)] if single and _is_tf_data(val) and recipe.monitor == "val_auc" else []
+    scored_m = getattr(getattr(twin, "schema", None), "num_candidates", None)
+    same_m = _is_tf_data(val) and _num_candidates(val) == scored_m
+    exact = ([ExactValidationAUC(val, model=twin)] if single and same_m and recipe.monitor == "val_auc"
+             else [])
     extra = exact + list(callbacks) + stateful  # (the exact val_auc first: every later callback reads it)
     tuner = None
     counts = threads.tuned_counts() if keras.backend.backend() == "torch" else None
