@@ -45,6 +45,11 @@ on it (1 epoch, tiny) and that preset's `raw` SavedModel, in a temporary folder.
   4. labels: spec draft on a label that is all 1, --positive naming every value, --label that is --user,
      --positive without --label, --columns naming one twice; fit with a label rule no row meets; evaluate
      on rows of one class; compare --later on a file without the label column.
+  4b. leaks: spec draft of a log with a column filled on positive rows only, a copy of the label and a
+     column agreeing with it on about 96% of rows, and of a log whose header names the label twice:
+     correct = each left out of the spec and printed ("left out NAME"); fit of a spec naming each
+     (refused, naming it), and of one marking the first "known_before_label" (stopped by its validation
+     AUC, naming it).
   5. histories: score --history-from the scored file, the same history file twice (also through a link),
      a history without the labels the preset's history reads; a history holding half the scored rows:
      correct = the scores of the history without them (6 decimals), each row counted once.
@@ -449,7 +454,7 @@ def fuzz_raw(fixture, cases, seed):
 
 # ----------------------------------------------------------------------------------------------- operator
 
-OPERATOR_FAMILIES = ("own input", "kills", "full disks", "labels", "histories", "budget", "tampered state",
+OPERATOR_FAMILIES = ("own input", "kills", "full disks", "labels", "leaks", "histories", "budget", "tampered state",
                      "keras call")
 BOUND_SECONDS, BOUND_BYTES = 60, 2 << 30  # a budget refusal: within a minute, under 2 GB of peak memory
 SLOW_SCORE_SECONDS = 120  # 3,000 rows scored one row a batch
@@ -545,7 +550,7 @@ class _Process:
                 self.status = os.waitstatus_to_exitcode(code)
                 break
             if time.perf_counter() > deadline:
-                self.popen.kill()
+                self._kill()
                 _, code, usage = os.wait4(self.popen.pid, 0)
                 self.status = None
                 break
@@ -558,9 +563,19 @@ class _Process:
             thread.join(timeout=10 if linger is not None else 0)
         return self
 
+    def _kill(self):
+        """SIGKILL to the command's process alone, as an operator's `kill -9 PID`. (Not Popen.kill: it polls
+        first, which reaps a process that just ended, and `wait`'s wait4 then finds no child.)"""
+        import signal
+
+        try:
+            os.kill(self.popen.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
     def kill_after(self, delay):
         time.sleep(max(delay, 0))
-        self.popen.kill()  # SIGKILL to the command's process alone, as an operator's `kill -9 PID`
+        self._kill()
 
     @property
     def out(self):
@@ -962,6 +977,49 @@ class _Operator:
                   ["compare", "din", "--data", log, "--spec", spec, "--seeds", "1", "--epochs", "1", "--later",
                    unlabelled, "--out", out], keep=[unlabelled], outputs=[out])
 
+    # ------------------------------------------------------------------ 4b. leaks
+    def leaks(self):
+        """Columns that reveal the label: left out by the draft (and printed), refused by fit on a spec that
+        names them, a deliberate one (known_before_label) stopped by its validation AUC."""
+        family, log = "leaks", self.log
+        header, rows = self.read_rows(log)
+        label, time_column = header.index("clicked"), header.index("ts")
+        flip = self.rng.random(len(rows)) < 0.04  # a column agreeing with the label on about 96% of rows
+        leaky_rows = [row + [row[time_column] if row[label] == "1" else "", row[label],
+                             ("5" if row[label] == "1" else "1") if not flipped else ("1" if row[label] == "1" else "5")]
+                      for row, flipped in zip(rows, flip)]
+        leaky = self.write_rows("leaky.csv", leaky_rows, header + ["click_ts", "clicked_copy", "stars"])
+        twice = self.write_rows("label-twice.csv", [row + [row[label]] for row in rows], header + ["clicked"])
+        keys = ["--label", "clicked", "--user", "user_id", "--item", "item_id", "--time", "ts"]
+
+        def left_out(target, names):
+            def check(process):
+                spec = json.loads(Path(target).read_text())
+                kept = [name for name in names if name in spec["columns"]]
+                unprinted = [name for name in names if f"left out {name}" not in process.out]
+                return f"kept {kept}, not printed {unprinted}" if kept or unprinted else None
+            return check
+
+        for what, path, names in (("spec draft: filled on positives only, a copy, a 96% agreement", leaky,
+                                   ["click_ts", "clicked_copy", "stars"]),
+                                  ("spec draft: the label's column twice in the header", twice, ["clicked.1"])):
+            target = self.scratch() / "spec.json"
+            self.case(family, what, ["spec", "draft", path, *keys, "--out", target], expect="correct",
+                      keep=[leaky, twice], check=left_out(target, names))
+        for column, options in (("click_ts", {"role": "ctx"}), ("clicked_copy", {"role": "ctx"}),
+                                ("stars", {"role": "num", "type": "numeric"}),
+                                ("click_ts", {"role": "ctx", "known_before_label": True})):
+            spec = copy.deepcopy(self.fixture.spec)
+            spec["columns"][column] = options
+            spec_path = self.scratch() / "spec.json"
+            spec_path.write_text(json.dumps(spec))
+            out = self.scratch() / "run"
+            deliberate = options.get("known_before_label", False)
+            self.case(family, f"fit: a spec naming {column}" + (" (known_before_label: the AUC stop)" if deliberate
+                                                                 else ""),
+                      ["fit", "din", "--data", leaky, "--spec", spec_path, "--epochs", "3", "--out", out],
+                      keep=[leaky, spec_path], outputs=[] if deliberate else [out], names=[column], timeout=900)
+
     # ------------------------------------------------------------------ 5. histories
     def histories(self):
         family, preset, log, later = "histories", self.preset, self.log, self.later
@@ -1136,7 +1194,7 @@ def fuzz_operator(fixture, seed):
     """({case family: {outcome: count}}, failures) of the operator cases (see the module docstring)."""
     operator = _Operator(fixture, seed)
     for family, method in zip(OPERATOR_FAMILIES, (operator.own_input, operator.kills, operator.full_disks,
-                                                  operator.labels, operator.histories, operator.budget,
+                                                  operator.labels, operator.leaks, operator.histories, operator.budget,
                                                   operator.tampered_state, operator.keras_call)):
         start = time.perf_counter()
         try:

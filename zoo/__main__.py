@@ -62,12 +62,18 @@ def _filter_native_stderr():
 
 def _quiet():
     """The command line's default: before TensorFlow is imported, keep its C++ logs to errors, filter its
-    start-up lines and the warnings in `_WARNINGS` (nothing else: errors always show)."""
+    start-up lines, the warnings in `_WARNINGS` and AutoGraph's fallback notice (nothing else: errors always
+    show)."""
+    import logging
     import warnings
 
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     for message in _WARNINGS:
         warnings.filterwarnings("ignore", message=message)
+    # AutoGraph's 4-line "could not transform ... run it as-is" (it could not write its temporary file: a
+    # full disk, a size limit): the function runs as written, which the zoo's graph functions allow
+    logging.getLogger("tensorflow").addFilter(
+        lambda record: not record.getMessage().startswith("AutoGraph could not transform"))
     _filter_native_stderr()
 
 
