@@ -303,7 +303,7 @@ def fit(
     # only where the trained network scores the validation rows as they are: the same M)
     single = keras.distribution.distribution() is None and not _in_tf_strategy()
     scored_m = getattr(getattr(twin, "schema", None), "num_candidates", None)
-    same_m = _is_tf_data(val) and _num_candidates(val) == scored_m
+    same_m = _is_tf_data(val) and len(val.element_spec) == 2 and _num_candidates(val) == scored_m  # (no weights)
     exact = ([ExactValidationAUC(val, model=twin)] if single and same_m and recipe.monitor == "val_auc"
              else [])
     extra = exact + list(callbacks) + stateful  # (the exact val_auc first: every later callback reads it)

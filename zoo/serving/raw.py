@@ -438,13 +438,13 @@ class RawPreprocessing:
 
 
     def labelled_history(self, labels, times, by_column):
-        """`labels` (history_<label> [B, H]), refused in one line when the request sends history entries (a
-        time) and not one of them carries its label: the client read its history from rows without the
+        """`labels` (history_<label> [B, H]), refused in one line when the request sends history entries (of a
+        readable time) and not one of them carries its label: the client read its history from rows without the
         label column, and the preset's feedback and user statistics would silently read none (the engine
         refuses such an earlier log alike). Single "" labels stay unknown (hist_feedback 3), as in a log."""
         import tensorflow as tf
 
-        entries = tf.not_equal(tf.strings.strip(times), "")
+        _, entries = parse_times(times, self.spec.time["format"])  # (an entry of unreadable time is cut anyway)
         labelled = tf.logical_and(entries, tf.not_equal(tf.strings.strip(labels), ""))
         name = by_column[(self.spec.label["column"], "history")]
         check = tf.debugging.Assert(tf.logical_or(tf.logical_not(tf.reduce_any(entries)), tf.reduce_any(labelled)), [
