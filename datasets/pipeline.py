@@ -24,6 +24,14 @@ from zoo.errors import ZooError
 MODES = (None, "parallel", "prefix")
 
 
+def map_graph_only(dataset, function):
+    """`dataset.map(function)` for a function of graph ops only, without AutoGraph's conversion (which writes
+    temporary source files: on a full disk it warned in 4 lines), keeping the dataset's options."""
+    import tensorflow as tf
+
+    return dataset.map(tf.autograph.experimental.do_not_convert(function)).with_options(dataset.options())
+
+
 def without_autotune_thread(dataset):
     """`dataset` with tf.data's autotuning model thread off (`Options.autotune.enabled = False`).
 

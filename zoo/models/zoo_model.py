@@ -279,11 +279,9 @@ class ZooModel(backend_kernels.RowSteps, keras.Model):
                     return check(batch[0]) if isinstance(batch[0], dict) else batch[0]
                 return (check(batch[0]) if isinstance(batch[0], dict) else batch[0],) + tuple(batch[1:])
 
-            import tensorflow as tf
+            from zoo.datasets.pipeline import map_graph_only
 
-            # checked runs graph ops only: no AutoGraph (which writes temporary files, and on a full disk
-            # warned in 4 lines); the source's options kept (no autotuning thread, ...)
-            return x.map(tf.autograph.experimental.do_not_convert(checked)).with_options(x.options())
+            return map_graph_only(x, checked)  # (the source's options kept: no autotuning thread, ...)
         return x
 
     def _refusing(self, call, keep_state=True):
@@ -394,7 +392,7 @@ class ZooModel(backend_kernels.RowSteps, keras.Model):
             _, counts = guard.repair(self.schema, {k: v for k, v in features.items() if k in set(self.schema.keys())})
             ids, numerics = (int(np.sum(keras.ops.convert_to_numpy(counts[key])))
                              for key in ("repaired_ids", "repaired_numerics"))
-        except Exception:  # a traced call (tf.function, jax.jit): its values cannot be counted here
+        except (TypeError, ValueError, AttributeError, NotImplementedError):  # a traced call: no values to count
             return
         if ids or numerics:
             warnings.warn(f"{self.registered_name}: {ids} id(s) outside their vocabulary read the OOV row and "
