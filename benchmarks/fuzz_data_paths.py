@@ -48,8 +48,8 @@ on it (1 epoch, tiny) and that preset's `raw` SavedModel, in a temporary folder.
   4b. leaks: spec draft of a log with a column filled on positive rows only, a copy of the label and a
      column agreeing with it on about 96% of rows, and of a log whose header names the label twice:
      correct = each left out of the spec and printed ("left out NAME"); fit of a spec naming each
-     (refused, naming it), and of one marking the first "known_before_label" (stopped by its validation
-     AUC, naming it).
+     (refused, naming it), and of one marking the copy, read as a number, "known_before_label" (stopped by
+     its validation AUC, naming it).
   5. histories: score --history-from the scored file, the same history file twice (also through a link),
      a history without the labels the preset's history reads; a history holding half the scored rows:
      correct = the scores of the history without them (6 decimals), each row counted once.
@@ -1008,7 +1008,9 @@ class _Operator:
                       keep=[leaky, twice], check=left_out(target, names))
         for column, options in (("click_ts", {"role": "ctx"}), ("clicked_copy", {"role": "ctx"}),
                                 ("stars", {"role": "num", "type": "numeric"}),
-                                ("click_ts", {"role": "ctx", "known_before_label": True})):
+                                # a deliberate copy read as a number: DIN ranks the validation rows by it within
+                                # 3 epochs on this small log (a timestamp on positives only, hashed, it does not)
+                                ("clicked_copy", {"role": "num", "type": "numeric", "known_before_label": True})):
             spec = copy.deepcopy(self.fixture.spec)
             spec["columns"][column] = options
             spec_path = self.scratch() / "spec.json"

@@ -248,7 +248,8 @@ def single_auc(values, kind, labels):
 
 def _readings(values, rule):
     """Yields (how, float [n]: 1, 0, NaN where not read) of `values` read as 0/1: by the label's `rule` (its op
-    and value on this column), and by their own values where nearly all (AGREEMENT) are 0/1, yes/no, true/false."""
+    and value on this column), by their own values where nearly all (AGREEMENT) are 0/1, yes/no, true/false,
+    and, for a column of exactly two values, one of them as 1 (`label_evidence` judges both mappings)."""
     import operator
 
     text = _stripped(values)
@@ -270,6 +271,9 @@ def _readings(values, rule):
     ones, zeros = np.isin(lowered, TRUE), np.isin(lowered, FALSE)
     if present.any() and (ones | zeros)[present].mean() >= AGREEMENT:
         yield "as 0/1", np.where(ones, 1.0, np.where(zeros, 0.0, np.nan))
+    two = np.unique(text[present])
+    if two.size == 2:  # a flag coded otherwise (5/1, Y/N, a/b): one value as 1 (the other reading is 1 - agreement)
+        yield f"as {two[1]!r} = 1, {two[0]!r} = 0", np.where(present, (text == two[1]).astype(np.float64), np.nan)
 
 
 def _agreement(read, labels):

@@ -32,20 +32,21 @@ def write_log(path, rows=600, header=True, seed=0):
 
 
 def write_leaky_log(path, rows=2000, seed=0):
-    """user,item,click_ts,ts,dismissed_id,echo,skipped,note,is_test,device,clicked,clicked: a 0/1 click (about
-    20%) under its name twice (a copy), the click's time on clicked rows only, an id unique to each row not
-    clicked (on those only), echo = yes/no of the click but 2% flipped, skipped = its opposite as 0/1, a
-    note on the first 3 clicked rows only (too few to tell), a test flag 0 on every row; returns (path, the
-    clicks)."""
+    """user,item,click_ts,ts,dismissed_id,echo,skipped,grade,note,is_test,device,clicked,clicked: a 0/1 click
+    (about 20%) under its name twice (a copy), the click's time on clicked rows only, an id unique to each row
+    not clicked (on those only), echo = yes/no of the click but 2% flipped, skipped = its opposite as 0/1,
+    grade = 5 where clicked and 1 elsewhere but 4% flipped (a flag coded otherwise), a note on the first 3
+    clicked rows only (too few to tell), a test flag 0 on every row; returns (path, the clicks)."""
     rng = np.random.default_rng(seed)
     clicks = (rng.random(rows) < 0.2).astype(int)
-    lines = ["user,item,click_ts,ts,dismissed_id,echo,skipped,note,is_test,device,clicked,clicked"]
+    lines = ["user,item,click_ts,ts,dismissed_id,echo,skipped,grade,note,is_test,device,clicked,clicked"]
     for i, click in enumerate(clicks):
         ts = 1_700_000_000 + 60 * i
         echo = click if rng.random() > 0.02 else 1 - click
+        grade = 5 if (click if rng.random() > 0.04 else 1 - click) else 1
         note = "promo" if click and clicks[:i].sum() < 3 else ""
         lines.append(f"u{int(rng.integers(0, 90))},i{int(rng.integers(0, 300))},{ts + 5 if click else ''},{ts},"
-                     f"{'' if click else f'd{i}'},{'yes' if echo else 'no'},{1 - click},{note},0,"
+                     f"{'' if click else f'd{i}'},{'yes' if echo else 'no'},{1 - click},{grade},{note},0,"
                      f"{['ios', 'web'][i % 2]},{click},{click}")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -267,7 +268,7 @@ class SpecDraftTest(TestCase):
     def test_columns_that_reveal_the_label_are_left_out_whatever_their_type_and_printed(self):
         """A click's time (numbers) and an id (text, unique: hashed were it kept) present on one class only,
         the label's name twice in the header (drafted as a two-position history, trained to AUC 1.0), a
-        yes/no copy with 2% noise and an opposite 0/1 copy: each left out, noted and printed in a line of its
+        yes/no copy with 2% noise, an opposite 0/1 copy and a 5/1 copy with 4% noise: each left out, noted and printed in a line of its
         own; a note on 3 clicked rows (chance could do that) and a constant flag (it "agrees" with the 80%
         of negatives) stay; the spec builds."""
         log, clicks = write_leaky_log(os.path.join(self.folder, "leaky.csv"))
@@ -285,13 +286,14 @@ class SpecDraftTest(TestCase):
             "echo": "agreeing with the label on 9",
             "skipped": "agreeing with the opposite of the label on 100.0% of the sampled rows (per class, averaged) "
                        "read as 0/1",
+            "grade": "agreeing with the label on 9",
             "clicked.1": "equal to the label column 'clicked'",
         }
         for name, evidence in expected.items():
             self.assertTrue(spec["notes"][name].startswith("left out: " + evidence), spec["notes"][name])
             self.assertTrue(spec["notes"][name].endswith(tail), spec["notes"][name])
         self.assertEqual(left_out(spec), [f"left out {name}: {spec['notes'][name][len('left out: '):]}"
-                                          for name in ("click_ts", "dismissed_id", "echo", "skipped", "clicked.1")])
+                                          for name in ("click_ts", "dismissed_id", "echo", "skipped", "grade", "clicked.1")])
         self.assertEqual(draft(log, label="clicked", user="user", item="item")["time"]["column"], "ts")  # (complete)
         processed = prepare(spec, log, cache_dir=os.path.join(self.folder, "cache"), verbose=False)
         self.assertEqual(sum(processed.rows.values()), 2000)

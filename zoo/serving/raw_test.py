@@ -112,29 +112,39 @@ class RawSignatureTest(TestCase):
             self.assertIn("history_cut", errors["outputs"])
 
     def call_raw(self, path, inputs):
-        """{"shapes": {output: shape}} or {"error": the refusal's line}, from a TensorFlow-only process."""
+        """{"shapes": {output: shape}, "values": {output: list}} or {"error": the refusal's line}, from a
+        TensorFlow-only process."""
+        return self.call_raw_each(path, [inputs])[0]
+
+    def call_raw_each(self, path, requests):
+        """`call_raw`'s answer to each of `requests`, from one TensorFlow-only process (the export loads once)."""
         import json
         import subprocess
         import sys
 
-        cases = os.path.join(self.folder, "raw_inputs.npz")
-        np.savez(cases, **inputs)
+        files = []
+        for k, inputs in enumerate(requests):
+            files.append(os.path.join(self.folder, f"raw_inputs_{k}.npz"))
+            np.savez(files[-1], **inputs)
         code = f"""
 import json, sys
 sys.modules["keras"] = None; sys.modules["zoo"] = None
 import numpy as np, tensorflow as tf
 f = tf.saved_model.load({path!r}).signatures["raw"]
-inputs = {{k: tf.constant(v, tf.string) for k, v in np.load({cases!r}).items()}}
-try:
-    out = f(**inputs)
-    print(json.dumps({{"shapes": {{k: v.shape.as_list() for k, v in out.items()}},
-                      "values": {{k: v.numpy().tolist() for k, v in out.items()}}}}))
-except tf.errors.InvalidArgumentError as error:
-    print(json.dumps({{"error": [l for l in str(error).splitlines() if "assertion failed" in l][0]}}))
+for cases in {files!r}:
+    inputs = {{k: tf.constant(v, tf.string) for k, v in np.load(cases).items()}}
+    try:
+        out = f(**inputs)
+        print(json.dumps({{"shapes": {{k: v.shape.as_list() for k, v in out.items()}},
+                          "values": {{k: v.numpy().tolist() for k, v in out.items()}}}}))
+    except tf.errors.InvalidArgumentError as error:
+        print(json.dumps({{"error": [l for l in str(error).splitlines() if "assertion failed" in l][0]}}))
 """
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                               env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=300)
-        return json.loads(done.stdout.strip().splitlines()[-1])
+        answers = [json.loads(line) for line in done.stdout.strip().splitlines() if line.startswith("{")]
+        self.assertEqual(len(answers), len(requests), done.stderr[-2000:])
+        return answers
 
     def test_din(self):
         self.check("din")
@@ -178,11 +188,11 @@ except tf.errors.InvalidArgumentError as error:
         body, _ = build_request(self.state, self.later, 4)
         inputs = {k: np.asarray(v, dtype=str) for k, v in body["inputs"].items()}
         bad = dict(inputs, price=np.array(["inf", "1e400", "abc", " "]))
-        done = self.call_raw(path, bad)["values"]
+        filled = dict(inputs, price=np.array(["", "", "", ""]))
+        done, done_filled = (answer["values"] for answer in self.call_raw_each(path, [bad, filled]))
         self.assertEqual(done["repaired"], [1, 1, 1, 0])
         self.assertTrue(np.all(np.isfinite(done["pctr"])))
-        filled = dict(inputs, price=np.array(["", "", "", ""]))
-        np.testing.assert_allclose(done["pctr"], self.call_raw(path, filled)["values"]["pctr"], rtol=1e-6)
+        np.testing.assert_allclose(done["pctr"], done_filled["pctr"], rtol=1e-6)
         # a number past +-1e9 once transformed is clipped and counted, as the engine does (the graph's own step,
         # on a state whose price is neither log1p'd nor standardised)
         import copy
@@ -199,27 +209,30 @@ except tf.errors.InvalidArgumentError as error:
         np.testing.assert_allclose(values.numpy(), [1e9, -1e9, 5, 0])
         self.assertEqual(tf.add_n(graph.repaired).numpy().tolist(), [1, 1, 0, 1])
         # another rank: one line, though every axis is dynamic (the rank check once folded into a constant)
-        for key, value in (("ts", inputs["ts"][:, None]), ("item_id", inputs["item_id"][:, 0]),
-                           ("history_item_id", inputs["history_item_id"][:, :, None])):
-            error = self.call_raw(path, dict(inputs, **{key: value}))["error"]
-            self.assertTrue(error.startswith(f"assertion failed: [{key} has shape "), error)
-        for time in ("", "-5", "1e20", "12345678901234567890", "abc", "2600-01-01T00:00:00Z", "1985-06-01T00:00:00Z", "2024-13-45T00:00:00Z",
-                     "2023-02-29T08:00:00Z", "2024-03-11T25:00:00Z"):
-            wrong = dict(inputs, ts=np.array([inputs["ts"][0]] * 3 + [time]))
-            self.assertEqual(self.call_raw(path, wrong)["error"], "assertion failed: [the request time ts holds a "
-                                                                   "value that is not an ISO 8601 time from 1990 to 2100]")
+        ranks = (("ts", inputs["ts"][:, None]), ("item_id", inputs["item_id"][:, 0]),
+                 ("history_item_id", inputs["history_item_id"][:, :, None]))
+        times = ("", "-5", "1e20", "12345678901234567890", "abc", "2600-01-01T00:00:00Z", "1985-06-01T00:00:00Z",
+                 "2024-13-45T00:00:00Z", "2023-02-29T08:00:00Z", "2024-03-11T25:00:00Z")
+        answers = self.call_raw_each(path, [dict(inputs, **{key: value}) for key, value in ranks] +
+                                     [dict(inputs, ts=np.array([inputs["ts"][0]] * 3 + [time])) for time in times])
+        for (key, _), answer in zip(ranks, answers):
+            self.assertTrue(answer["error"].startswith(f"assertion failed: [{key} has shape "), answer)
+        for time, answer in zip(times, answers[len(ranks):]):
+            self.assertEqual(answer["error"], "assertion failed: [the request time ts holds a value that is not an "
+                                              "ISO 8601 time from 1990 to 2100]", time)
         # history entries sent without their labels (a client that read its history from rows lacking the
         # label column): one line, where feedback and the user's statistics would read nothing
         body, _ = build_request(self.state, self.later, 4, history_from=[self.log])
         inputs = {k: np.asarray(v, dtype=str) for k, v in body["inputs"].items()}
         self.assertTrue((inputs["history_ts"][0] != "").any())
         unlabelled = dict(inputs, history_clicked=np.full_like(inputs["history_clicked"], ""))
-        self.assertEqual(self.call_raw(path, unlabelled)["error"], "assertion failed: [history_clicked is empty on "
-                         "every history entry of the request: the history of this preset reads the label of each earlier "
-                         "row (clicked, as the log writes it); send it with the rows]")
         some = inputs["history_clicked"].copy()
         some[0, :] = ""  # one row's labels unknown: scored, as a log's empty labels are
-        self.assertIn("values", self.call_raw(path, dict(inputs, history_clicked=some)))
+        refused, scored = self.call_raw_each(path, [unlabelled, dict(inputs, history_clicked=some)])
+        self.assertEqual(refused["error"], "assertion failed: [history_clicked is empty on every history entry of the "
+                         "request: the history of this preset reads the label of each earlier row (clicked, as the log "
+                         "writes it); send it with the rows]")
+        self.assertIn("values", scored)
 
     def test_lightsuan_any_number_of_candidates(self):
         self.check("lightsuan", candidates=(1, 3, 9))
@@ -227,16 +240,17 @@ except tf.errors.InvalidArgumentError as error:
         body, _ = build_request(self.state, self.later, 3)
         inputs = {k: np.asarray(v, dtype=str) for k, v in body["inputs"].items()}
         empty = {k: (v[:, :0] if k in ("item_id", "category", "title", "tags") else v) for k, v in inputs.items()}
-        self.assertEqual(self.call_raw(path, empty)["shapes"]["pctr"], [3, 0])  # no candidate: [B, 0]
         mixed = dict(inputs, category=np.repeat(inputs["category"], 2, axis=1))
-        self.assertEqual(self.call_raw(path, mixed)["error"],
-                         "assertion failed: [category has shape [3, 2] but tags has [3, 1]: the cand inputs share M]")
         short = dict(inputs, user_id=inputs["user_id"][:2])
-        self.assertIn("user_id has 2 rows but tags has 3: every input needs the same B", self.call_raw(path, short)["error"])
         # more scores than the request budget (zoo/budget.py): refused before the model (once ~18 KB a candidate)
         many = {k: (np.repeat(v[:1], 65_537, axis=1) if k in ("item_id", "category", "title", "tags") else v[:1])
                 for k, v in inputs.items()}
-        self.assertEqual(self.call_raw(path, many)["error"],
+        empty, mixed, short, many = self.call_raw_each(path, [empty, mixed, short, many])
+        self.assertEqual(empty["shapes"]["pctr"], [3, 0])  # no candidate: [B, 0]
+        self.assertEqual(mixed["error"],
+                         "assertion failed: [category has shape [3, 2] but tags has [3, 1]: the cand inputs share M]")
+        self.assertIn("user_id has 2 rows but tags has 3: every input needs the same B", short["error"])
+        self.assertEqual(many["error"],
                          "assertion failed: [tags asks for 65537 scores (rows x candidates), past the budget of "
                          "65,536 per request (request_scores in zoo/budget.py): send fewer rows or candidates per "
                          "request]")
