@@ -91,7 +91,7 @@ RULES = {
     "dice_momentum": FRACTION, "dropout": FRACTION, "sample_rate": Rule("number", low=0, high=1, open_low=True),
     "temperature": Rule("number", low=0, open_low=True),
     # switches and names
-    "share_relative_bias": Rule("bool"), "alignment_pool": NAME, "bilinear_type": NAME, "feed": NAME,
+    "first_order": Rule("bool"), "share_relative_bias": Rule("bool"), "alignment_pool": NAME, "bilinear_type": NAME, "feed": NAME,
     "fusion": NAME, "residual_matrix": NAME, "structure": NAME, "weighting": NAME,
 }
 

@@ -170,7 +170,7 @@ def build(entry, config, *, source):
         )
     with guards.parameter_budget(MAX_PARAMETERS) as budget:
         try:
-            return entry.cls(**config)
+            return entry.cls(**{**entry.cls.written_before, **config})
         except Exception as error:
             if budget.refusal is not None:  # Keras may have wrapped the refusal in a longer message
                 raise ZooError(f"{source}: '{entry.name}' would have {budget.refusal}") from None

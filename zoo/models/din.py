@@ -4,6 +4,7 @@ from keras import ops
 from zoo.layers.dice_mlp import DiceMLP
 from zoo.layers.feature_embedding import FeatureEmbedding
 from zoo.layers.target_attention import TargetAttention
+from zoo.models import interaction_parts
 from zoo.models.zoo_model import ZooModel
 from zoo.registry import register
 
@@ -19,7 +20,16 @@ class DIN(ZooModel):
 
     For each of the M candidates A: v_U(A) = TargetAttention(e_A, history) (DIN eq 3) over the behaviours
     before A's exposure time (FeatureEmbedding's hist_visible), then
-    pctr = sigmoid(DiceMLP([v_U(A), e_A, user, ctx, num])). Output `pctr` [B, M].
+    pctr = sigmoid(DiceMLP([v_U(A), e_A, user, ctx, num]) + sum_i w_i x_i). Output `pctr` [B, M].
+
+    The last term (`first_order`, not in the DIN paper) is FM's first-order part (Rendle 2010 eq 1, the
+    "wide" part of Wide & Deep): a scalar weight per id of each field (zoo.models.interaction_parts
+    .first_order; a history field adds the mean weight of its visible behaviours, a numeric field w_f x),
+    the id weights starting at zero. It lets the network read a running statistic's bucket, or an id's rate, as a
+    log-odds from the first steps, where the MLP alone learned the ids first and overfitted before it used
+    them (issue #50). Measured with `fit din` on drafted specs, same rows and seed: the Taobao event log's
+    test AUC 0.6400 -> 0.6902 (the user running rate alone: 0.6774), the MovieLens impression log 0.7340 ->
+    0.7350. Presets written before it build without it (`written_before`).
 
     Embedding tables start from N(0, 1e-4) (zoo.layers.EmbeddingNormal, DeepCTR's and FuxiCTR's default),
     not Keras' U(-0.05, 0.05): measured against FuxiCTR's DIN at equal sizes on ML-100K over 3 seeds
@@ -41,14 +51,18 @@ class DIN(ZooModel):
         attention_units: hidden widths of the activation unit.
         mlp_units: hidden widths of the prediction MLP.
         dice_momentum: moving-average decay of the BatchNorm/Dice statistics.
+        first_order: add the first-order term sum_i w_i x_i to the MLP's logit.
     """
+
+    written_before = {"first_order": False}
 
     @staticmethod
     def attention_scores(L, M, F, hyperparameters):
         """Per row, head and layer (zoo.budget): each candidate's target attention over the L behaviours."""
         return M * L
 
-    def __init__(self, schema, attention_units=(80, 40), mlp_units=(200, 80), dice_momentum=0.9, **kwargs):
+    def __init__(self, schema, attention_units=(80, 40), mlp_units=(200, 80), dice_momentum=0.9, first_order=True,
+                 **kwargs):
         schema.require("din", groups=("hist", "cand"))
         inputs = schema.inputs()
         embedded = FeatureEmbedding(schema, embeddings_initializer="normal", name="embedding")(inputs)
@@ -62,5 +76,8 @@ class DIN(ZooModel):
             if group in embedded:
                 parts.append(ops.repeat(embedded[group][:, None, :], m, axis=1))
         logit = DiceMLP(mlp_units, dice_momentum=dice_momentum, name="mlp")(ops.concatenate(parts, axis=-1))
+        if first_order:
+            terms = interaction_parts.first_order(schema, inputs, embeddings_initializer="zeros")  # [B, M, F]
+            logit = logit + ops.sum(terms, axis=-1, keepdims=True)
         pctr = keras.layers.Activation("sigmoid", name="pctr")(ops.squeeze(logit, axis=-1))
         super().__init__(inputs=inputs, outputs=pctr, **kwargs)

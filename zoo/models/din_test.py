@@ -38,6 +38,44 @@ class DINTest(TestCase):
         self.assertTrue(np.isfinite(history.history["loss"][-1]))
         self.run_model_saving_test(model, self.features, self.get_temp_dir())
 
+    def test_first_order_adds_each_fields_weight_to_the_logit(self):
+        """logit(first_order=True) - logit(first_order=False) = sum_i w_i x_i (FM eq 1's first-order sum) in
+        NumPy, with the other weights equal: an id field's w at its id (hist_ and cand_ of one name share the
+        table), a history field the mean w of its behaviours visible to the candidate, a numeric w_f x_f."""
+        rng = np.random.default_rng(0)
+        wide = DIN(self.simulator.schema, attention_units=(8,), mlp_units=(16,))
+        narrow = DIN(self.simulator.schema, attention_units=(8,), mlp_units=(16,), first_order=False)
+        for layer in narrow.layers:
+            if layer.weights:
+                layer.set_weights(wide.get_layer(layer.name).get_weights())
+        tables = {}
+        for weight in wide.get_layer("first_order_embedding").weights + wide.get_layer("first_order_tokens").weights:
+            weight.assign(rng.normal(scale=0.3, size=weight.shape).astype("float32"))  # (logits where float32 p is exact)
+            tables[weight.path.split("/")[1]] = np.asarray(weight.numpy())[:, 0]
+        f = self.features
+        expected = (tables["embedding_item_id"][f["cand_item_id"][:, 0]] + tables["embedding_category"][f["cand_category"][:, 0]]
+                    + sum(tables[f"embedding_user_{name}"][f[f"user_{name}"]] for name in ("user_id", "age", "gender", "city"))
+                    + tables["embedding_ctx_hour"][f["ctx_hour"]] + tables["numeric_scale"][0] * f["num_price"])
+        valid = (f["hist_item_id"] != 0) | (f["hist_category"] != 0) | (f["hist_behavior"] != 0)
+        visible = valid & (f["hist_time"] < f["cand_time"])  # [B, L] (one candidate)
+        for name in ("item_id", "category", "behavior"):
+            w = tables[f"embedding_{name}"][f[f"hist_{name}"]]
+            expected += (w * visible).sum(axis=1) / np.maximum(visible.sum(axis=1), 1)
+        self.assertTrue(visible.any() and not visible.all())
+
+        def logit(model):
+            p = np.asarray(model.predict(f, verbose=0), np.float64)[:, 0]
+            return np.log(p) - np.log1p(-p)
+
+        self.assertAllClose(logit(wide) - logit(narrow), expected, atol=1e-4)
+
+    def test_a_preset_written_before_first_order_builds_without_it(self):
+        """A config without `first_order` (a preset written before it) builds the graph its weights fit."""
+        config = DIN(self.simulator.schema, attention_units=(8,), mlp_units=(16,), first_order=False).get_config()
+        config.pop("first_order")
+        self.assertFalse(DIN.from_config(config).first_order)
+        self.assertTrue(DIN(self.simulator.schema).first_order)
+
     def test_needs_a_history_and_a_candidate(self):
         schema = Schema(features=(Feature("age", "user", 4), Feature("item_id", "cand", 9)))
         with self.assertRaisesRegex(ZooError, "din needs at least one hist_ feature"):

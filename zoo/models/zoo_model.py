@@ -128,6 +128,9 @@ class ZooModel(backend_kernels.RowSteps, keras.Model):
         cls.__init__ = __init__
 
     registered_name = None
+    # hyperparameters added after presets were written: {name: the value a config without the name meant}, so
+    # a preset written before builds the graph its weights were trained in (presets.build, from_config)
+    written_before = {}
     required = ()  # hyperparameters whose rule admits None (zoo.hyperparameters) that this model needs a value for
     @staticmethod
     def attention_scores(L, M, F, hyperparameters):
@@ -199,7 +202,7 @@ class ZooModel(backend_kernels.RowSteps, keras.Model):
 
     @classmethod
     def from_config(cls, config):
-        return cls(**config)
+        return cls(**{**cls.written_before, **config})
 
     # ------------------------------------------------------------------ entry points
     def raw_rows(self, x):
