@@ -170,7 +170,7 @@ def build(entry, config, *, source):
         )
     with guards.parameter_budget(MAX_PARAMETERS) as budget:
         try:
-            return entry.cls(**{**entry.cls.written_before, **config})
+            return entry.cls(**config)
         except Exception as error:
             if budget.refusal is not None:  # Keras may have wrapped the refusal in a longer message
                 raise ZooError(f"{source}: '{entry.name}' would have {budget.refusal}") from None
@@ -338,7 +338,8 @@ def _build_from_folder(directory):
         raise ZooError(f"{directory / CONFIG}: {error}") from None
     from zoo.datasets.preprocessor import Preprocessor
 
-    model = build(item, config["config"], source=str(directory / CONFIG))
+    # (a hyperparameter added after the preset was written takes the value its graph was trained with)
+    model = build(item, {**item.cls.written_before, **config["config"]}, source=str(directory / CONFIG))
     model.preprocessor = Preprocessor.from_preset(directory)  # the preset's data contract, or None
     return model, metadata
 
