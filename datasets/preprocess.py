@@ -268,6 +268,20 @@ def per_user_split(users_sorted, fractions=(0.8, 0.1, 0.1)):
     return np.where(rank < train_end, 0, np.where(rank < valid_end, 1, 2)).astype(np.int8)
 
 
+def held_out_users_split(users, fractions=(0.8, 0.1, 0.1), seed=0):
+    """Split codes (0 train, 1 validation, 2 test) of rows by their `users` (texts): every row of a user in
+    one split, so no validation or test user is seen in training. A user's split is drawn from a seeded
+    hash of its text (blake2b: a uniform number in [0, 1) cut at the fractions' cumulative shares), the
+    same in any process, file, chunk or row order; the fractions are shares of users, not of rows."""
+    import hashlib
+
+    distinct, inverse = np.unique(np.asarray(users, dtype=str), return_inverse=True)
+    draws = np.array([int.from_bytes(hashlib.blake2b(f"{seed}\0{user}".encode(), digest_size=8).digest(), "big")
+                      for user in distinct.tolist()], dtype=np.float64) / 2.0 ** 64
+    codes = np.searchsorted(np.cumsum(fractions)[:2], draws, side="right").astype(np.int8)
+    return np.minimum(codes, 2)[inverse]
+
+
 def day_cuts(times, fractions=(0.8, 0.1, 0.1), utc_offset=0):
     """Whole-day time boundaries (t_validation, t_test): the last days holding >= fractions[2] of the
     events are test, the days before them holding >= fractions[1] validation, the rest train.

@@ -90,6 +90,24 @@ class EventsTest(TestCase):
         self.assertEqual(codes[:10], [0] * 8 + [1] + [2])
         self.assertEqual(codes[10:], [0] * 4 + [2])  # floor(4.0)=4 train, floor(4.5)=4 -> no validation
 
+    def test_held_out_users_split(self):
+        """Each user's rows in one split, drawn from the user's text alone (any order, any chunk), at the
+        fractions' shares of users; another seed draws again."""
+        rng = np.random.default_rng(0)
+        users = np.array([f"u{k}" for k in rng.integers(0, 3000, size=20_000)])
+        codes = preprocess.held_out_users_split(users, (0.8, 0.1, 0.1), seed=7)
+        for code in range(3):
+            self.assertFalse(set(users[codes == code]) & set(users[codes != code]))
+        order = rng.permutation(users.size)
+        np.testing.assert_array_equal(preprocess.held_out_users_split(users[order], (0.8, 0.1, 0.1), seed=7),
+                                      codes[order])
+        np.testing.assert_array_equal(preprocess.held_out_users_split(users[:57], (0.8, 0.1, 0.1), seed=7), codes[:57])
+        distinct, first = np.unique(users, return_index=True)
+        shares = np.bincount(codes[first], minlength=3) / distinct.size
+        np.testing.assert_allclose(shares, [0.8, 0.1, 0.1], atol=0.03)
+        self.assertFalse(np.array_equal(preprocess.held_out_users_split(users, (0.8, 0.1, 0.1), seed=8), codes))
+        self.assertEqual(set(preprocess.held_out_users_split(users, (1.0, 0.0, 0.0), seed=7).tolist()), {0})
+
     def test_day_cuts(self):
         times = np.repeat(np.arange(9), 10) * 86400 + 5
         valid, test = preprocess.day_cuts(times)

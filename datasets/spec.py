@@ -70,7 +70,10 @@ Sections (every key is checked: an unknown one is refused by name, with the clos
 - `split`: `{"by": "time", "fractions": [...]}` (time cut points at those shares of the rows; ties in
   time share a split), `{"by": "date", "validation": "YYYY-MM-DD", "test": "YYYY-MM-DD"}` (UTC days),
   `{"by": "random", "fractions": [...], "seed": s}`, `{"by": "user", "fractions": [...]}` (per user, in
-  time order, as ReST) or `{"by": "order", "fractions": [...]}` (file order).
+  time order, as ReST), `{"by": "held_out_users", "fractions": [...], "seed": s}` (each user's rows in one
+  split, the users drawn by a seeded hash of their key at those shares: validation and test users are
+  unseen in training; the draft's split for a log without time) or `{"by": "order", "fractions": [...]}`
+  (file order).
 - `statistics`: `{"keys": [columns], "prior_rows": 10, "buckets": 20}`: per key, three features of each
   row, `<key>_seen` (earlier rows), `<key>_positives` (earlier positives) and `<key>_rate` = (positives +
   a p) / (rows + a) (a = prior_rows, p = the training rate), each cut into `buckets` equal-frequency
@@ -109,7 +112,7 @@ TYPES = ("categorical", "numeric", "list", "tags")
 OPS = ("==", "!=", ">=", ">", "<=", "<", "in")
 TIME_FORMATS = ("unix_s", "unix_ms", "iso8601")
 DERIVED = ("hour", "weekday")
-SPLITS = ("time", "date", "random", "user", "order")
+SPLITS = ("time", "date", "random", "user", "held_out_users", "order")
 DEFAULT_MAX_TAGS = 8  # a tags column's values kept per row (in the order the row writes them)
 STATISTICS = ("seen", "positives", "rate")  # per key: earlier rows, earlier positives, smoothed rate
 
@@ -646,7 +649,7 @@ class DataSpec:
                 raise ZooError("spec 'split': the validation date is after the test date")
             return out
         out = {"by": by, "fractions": _fractions(split.get("fractions", [0.8, 0.1, 0.1]), "'split.fractions'")}
-        if by == "random":
+        if by in ("random", "held_out_users"):
             out["seed"] = _seed(split.get("seed", 0), "'split.seed'")
         return out
 
@@ -668,8 +671,8 @@ class DataSpec:
                                "one value a row")
         if self.split["by"] in ("time", "date") and self.time is None:
             raise ZooError(f"spec 'split': by {self.split['by']} needs a 'time' column")
-        if self.split["by"] == "user" and self.user is None:
-            raise ZooError("spec 'split': by user needs 'user'")
+        if self.split["by"] in ("user", "held_out_users") and self.user is None:
+            raise ZooError(f"spec 'split': by {self.split['by']} needs 'user'")
         if self.label.get("events"):
             if self.item is None:
                 raise ZooError("spec 'label': events with sampled negatives need 'item' (what is sampled)")

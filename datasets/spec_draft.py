@@ -560,9 +560,17 @@ def draft(path, label=None, time=None, user=None, item=None, sample_rows=10_000,
             notes["statistics"] += (f"; on request, a pair: add [\"{user}\", \"{attributes[0]}\"] to keys for the user's "
                                     f"earlier rows of the candidate's {attributes[0]} (counted from the history)")
     spec["sequence_length"] = sequence_length
-    spec["split"] = {"by": "time", "fractions": [0.8, 0.1, 0.1]} if time else {
-        "by": "random", "fractions": [0.8, 0.1, 0.1], "seed": 0}
-    notes["split"] = "by time 80/10/10: nothing after a validation or test row's time trains the model" if time else \
-        "guess: a seeded random split (no time column was found)"
+    if time:
+        spec["split"] = {"by": "time", "fractions": [0.8, 0.1, 0.1]}
+        notes["split"] = "by time 80/10/10: nothing after a validation or test row's time trains the model"
+    elif user:
+        spec["split"] = {"by": "held_out_users", "fractions": [0.8, 0.1, 0.1], "seed": 0}
+        notes["split"] = (f"by held-out users 80/10/10 (seeded): no time column was found, so each {user}'s rows "
+                          "stay in one split and validation and test users are unseen in training (a random split "
+                          "would put a user's rows on both sides); give --time to split by time")
+    else:
+        spec["split"] = {"by": "random", "fractions": [0.8, 0.1, 0.1], "seed": 0}
+        notes["split"] = ("guess: a seeded random split (no time column and no user key were found: a user's or an "
+                          "item's rows sit on both sides; give --time or --user)")
     spec["notes"] = notes
     return DataSpec(spec).to_dict()

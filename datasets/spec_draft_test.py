@@ -181,6 +181,32 @@ class SpecDraftTest(TestCase):
         with self.assertRaisesRegex(ZooError, "^--columns names 'stars' twice: each column needs its own name"):
             draft(headless, columns=["user", "item", "kind", "stars", "stars", "answer", "price", "ts"])
 
+    def test_a_log_without_time_is_split_by_held_out_users_and_says_so(self):
+        """No time column: the draft holds whole users out (a random split put a user's rows on both sides),
+        notes it, and the build keeps every user in one split; with no user key either, a seeded random split
+        that says what it mixes."""
+        rng = np.random.default_rng(3)
+        path = os.path.join(self.folder, "timeless.csv")
+        with open(path, "w") as f:
+            f.write("user,item,device,clicked\n")
+            for _ in range(900):
+                f.write(f"u{int(rng.integers(0, 120))},i{int(rng.integers(0, 60))},{['ios', 'web'][int(rng.integers(0, 2))]},"
+                        f"{int(rng.random() < 0.3)}\n")
+        spec = draft(path, label="clicked", user="user", item="item")
+        self.assertIsNone(spec["time"])
+        self.assertEqual(spec["split"], {"by": "held_out_users", "fractions": [0.8, 0.1, 0.1], "seed": 0})
+        self.assertTrue(spec["notes"]["split"].startswith("by held-out users 80/10/10 (seeded): no time column"))
+        processed = prepare(spec, path, cache_dir=os.path.join(self.folder, "cache"), verbose=False)
+        lines = open(path).read().splitlines()
+        users = {split: {lines[line - 1].split(",")[0] for line in processed.source_lines(split)}
+                 for split in ("train", "validation", "test")}
+        self.assertTrue(all(users.values()))
+        self.assertFalse(users["train"] & (users["validation"] | users["test"]) or users["validation"] & users["test"])
+        self.assertEqual(sum(processed.rows.values()), 900)
+        bare = draft(path, label="clicked")
+        self.assertEqual(bare["split"]["by"], "random")
+        self.assertIn("no time column and no user key", bare["notes"]["split"])
+
     def test_item_attributes_tags_and_tabular_rows(self):
         rng = np.random.default_rng(1)
         category = rng.integers(100, 400, size=200)  # whole numbers constant per item: a category id

@@ -536,6 +536,8 @@ class _Build:
         fractions, group = split["fractions"], self.group
         if split["by"] == "user":  # each user's rows are all here
             return preprocess.per_user_split(self.user_code, fractions)
+        if split["by"] == "held_out_users":  # (a user's draw is its own: the same in any process or chunk)
+            return preprocess.held_out_users_split(self.data["text"][self.spec.user], fractions, split["seed"])
         n = int(group.sum(self.rows))
         if split["by"] == "time":
             ordered = np.sort(self.data["time"])

@@ -396,7 +396,7 @@ class _Splits:
         split = self.spec.split
         if not data["label"].size:
             return np.zeros(0, np.int8)
-        if maker.fitted is not None or split["by"] in ("date", "user"):  # (rows sorted by user: user_code set)
+        if maker.fitted is not None or split["by"] in ("date", "user", "held_out_users"):  # (user: user_code set)
             return maker._split()
         fractions = split["fractions"]
         if split["by"] == "time":

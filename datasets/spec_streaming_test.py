@@ -125,6 +125,7 @@ class StreamingBuildTest(TestCase):
                  for i, rows in enumerate((300, 7, 220))]
         splits = [{"by": "time", "fractions": [0.7, 0.2, 0.1]}, {"by": "order", "fractions": [0.6, 0.3, 0.1]},
                   {"by": "random", "fractions": [0.8, 0.1, 0.1], "seed": 5},
+                  {"by": "held_out_users", "fractions": [0.6, 0.2, 0.2], "seed": 2},
                   {"by": "date", "validation": "2023-11-25", "test": "2023-11-28"}]
         for split in splits:
             with self.subTest(split=split["by"]):
