@@ -39,6 +39,8 @@ class Preprocessor:
             preprocessing.json file, or a folder holding one (a preset's: its checksum is checked).
     """
 
+    trained_on = ()  # the real paths of the files the preset was trained on (its metadata's), when known
+
     def __init__(self, state):
         self.state = fitted.read_preprocessing(state)
 
@@ -47,7 +49,21 @@ class Preprocessor:
         """The preprocessor a preset folder carries, or None when it has no preprocessing.json."""
         if not (Path(directory) / fitted.FILE_NAME).is_file():
             return None
-        return cls(directory)
+        preprocessor = cls(directory)
+        preprocessor.trained_on = _training_files(directory)
+        return preprocessor
+
+    def training_files_in(self, path):
+        """The files of `path` (a file, glob or folder) that the preset was trained on, by real path."""
+        if not self.trained_on or self.spec is None:
+            return []
+        from zoo.datasets import spec_reading
+
+        try:
+            files = spec_reading.source_files(os.fspath(path), self.spec["source"]["format"])
+        except ZooError:
+            return []
+        return [f for f in files if os.path.realpath(f) in self.trained_on]
 
     @property
     def dataset(self):
@@ -183,3 +199,18 @@ def earlier_logs(history_from):
     if isinstance(history_from, (list, tuple)) and all(isinstance(p, (str, os.PathLike)) for p in history_from):
         return [os.fspath(p) for p in history_from]
     raise ZooError(f"history_from is a path or a list of paths of earlier logs, got {type(history_from).__name__}")
+
+
+def _training_files(directory):
+    """The real paths of the data files a preset folder's metadata.json names as its training data (a spec
+    preset's `training_data.files`), or () where it names none."""
+    import json
+
+    try:
+        with open(Path(directory) / "metadata.json", encoding="utf-8") as f:
+            files = json.load(f).get("training_data", {}).get("files")
+    except (OSError, ValueError, AttributeError):
+        return ()
+    if not isinstance(files, list):
+        return ()
+    return tuple(os.path.realpath(f) for f in files if isinstance(f, str))

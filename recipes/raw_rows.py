@@ -152,6 +152,12 @@ def evaluate_rows(model, rows, *, held_out="test", history_from=None, report_pat
                           predicted=predicted)
         report["data"] = {"path": shown, "split": info["split"], "rows": what.replace(path, shown),
                           **({"history_from": history_from} if history_from else {})}
+        trained = preprocessor.training_files_in(path) if count is None and info["split"] == "all" else []
+        if trained:
+            import warnings
+
+            report["data"]["trained_on"] = trained
+            warnings.warn(trained_on_warning(trained), stacklevel=2)
         if history_from and preprocessor.spec is not None and not preprocessor.spec["label"].get("events"):
             report["baselines"] = _against_baselines(preprocessor, processed, history_from, predicted)
     if report_path is not None:
@@ -159,6 +165,13 @@ def evaluate_rows(model, rows, *, held_out="test", history_from=None, report_pat
 
         write_report(report, report_path)
     return report
+
+
+def trained_on_warning(files):
+    """The warning of an evaluation on rows that trained the model (`files`: those of its training data)."""
+    return (f"{files[0]} is {'a file' if len(files) > 1 else 'the file'} this preset was trained on, so these metrics "
+            "include the rows that trained it (not held out): evaluate on rows after its training log; the fit's "
+            "report.json holds its held-out test metrics")
 
 
 @contextlib.contextmanager

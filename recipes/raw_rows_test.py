@@ -1,4 +1,5 @@
 import csv
+import json
 import os
 
 import numpy as np
@@ -8,7 +9,7 @@ from tests.impression_logs import impression_spec, write_impression_log
 from tests.model_configs import SMALL
 from tests.testing import TestCase
 from zoo.datasets import prepare
-from zoo.recipes.raw_rows import score_raw_rows
+from zoo.recipes.raw_rows import score_raw_rows, trained_on_warning
 
 
 class ScoreRawRowsTest(TestCase):
@@ -76,7 +77,7 @@ class PresetNamedOnceTest(TestCase):
         self.assertEqual(json.loads(Path(folder, "report.json").read_text())["auc"], report["auc"])
         status, out, err = run_cli("evaluate", preset, "--data", later)
         self.assertEqual(status, 0, err)
-        shown = json.loads(out[out.index("{"):])
+        shown = json.loads(out)  # (the JSON alone on stdout)
         self.assertAlmostEqual(shown["auc"], report["auc"], places=6)
         self.assertAlmostEqual(shown["logloss"], report["logloss"], places=6)
 
@@ -176,7 +177,8 @@ class RawRowsThroughTheModelTest(TestCase):
         report = model.evaluate(pandas.read_csv(self.later), history_from=self.log, verbose=0)
         status, out, err = run_cli("evaluate", self.preset, "--data", self.later, "--history-from", self.log)
         self.assertEqual(status, 0, err)
-        shown = json.loads(out[out.index("{"):])
+        shown = json.loads(out)  # (the JSON alone on stdout)
+        self.assertIn("baselines (AUC on the same rows): global rate", err)  # the lines on stderr
         for key in ("auc", "logloss", "gauc"):
             self.assertAlmostEqual(report[key], shown[key], places=6)
         self.assertEqual(report["rows"], 60)
@@ -185,6 +187,33 @@ class RawRowsThroughTheModelTest(TestCase):
         from_file = model.evaluate(self.later, history_from=self.log, verbose=0)
         self.assertEqual(report["baselines"], from_file["baselines"])
         self.assertGreater(len(report["baselines"]["rows"]), 1)
+
+    def test_evaluate_on_the_file_it_was_trained_on_warns(self):
+        """A spec preset evaluated on a file its metadata names as training data: a warning (Python) or a
+        "warning:" line (command line, the JSON alone on stdout), and report["data"]["trained_on"]; rows of
+        another file, none."""
+        import warnings
+
+        from tests.testing import run_cli
+
+        model = zoo.load(self.preset)
+        folder = os.path.join(self.get_temp_dir(), "trained")
+        model.save_to_preset(folder, metadata={"training_data": {"data": "spec", "files": [self.log]}},
+                             preprocessing=model.preprocessor.state)
+        trained = zoo.load(folder)
+        with self.assertWarnsRegex(UserWarning, r"log\.csv is the file this preset was trained on, so these metrics "
+                                                r"include the rows that trained it \(not held out\)"):
+            report = trained.evaluate(self.log, verbose=0)
+        self.assertEqual([os.path.basename(f) for f in report["data"]["trained_on"]], ["log.csv"])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            self.assertNotIn("trained_on", trained.evaluate(self.later, verbose=0)["data"])
+        self.assertFalse([w for w in caught if "trained on" in str(w.message)])
+        status, out, err = run_cli("evaluate", folder, "--data", self.log)
+        self.assertEqual(status, 0, err)
+        self.assertEqual(json.loads(out)["rows"], report["rows"])
+        self.assertEqual([line for line in err.splitlines() if "trained on" in line],
+                         ["warning: " + str(trained_on_warning(report["data"]["trained_on"]))])
 
     def test_evaluate_on_rows_of_one_class_is_one_line(self):
         """It printed "auc": NaN and exited 0."""

@@ -257,24 +257,33 @@ def _evaluate(args):
     (model.evaluate: `python -m zoo evaluate DIR --data FILE`); others score the test split of
     the simulator or of --data/--path."""
     import json
+    import warnings
 
     import zoo
 
     model = zoo.load(args.preset)
-    if _reads_raw_rows(args, model):
-        path = _raw_file(args, model.preprocessor)
-        report = model.evaluate(path, report_path=args.report, plots_dir=args.plots, history_from=args.history_from,
-                                batch_size=args.batch_size or 1024, verbose=_progress())
-        if report["data"]["split"] != "all":
-            print(f"evaluate: {report['data']['rows']}")
-        if report.get("baselines"):
-            from zoo.recipes.baselines import summary_line
+    with contextlib.redirect_stdout(sys.stderr):  # the progress and the lines: stdout holds the JSON alone
+        if _reads_raw_rows(args, model):
+            path = _raw_file(args, model.preprocessor)
+            with warnings.catch_warnings():  # (the rows that trained the model: said below, in one line)
+                warnings.filterwarnings("ignore", message=".* this preset was trained on, so these metrics")
+                report = model.evaluate(path, report_path=args.report, plots_dir=args.plots,
+                                        history_from=args.history_from, batch_size=args.batch_size or 1024,
+                                        verbose=_progress())
+            if report["data"]["split"] != "all":
+                print(f"evaluate: {report['data']['rows']}")
+            if report["data"].get("trained_on"):
+                from zoo.recipes.raw_rows import trained_on_warning
 
-            print(summary_line(model.registered_name, report["baselines"]))
-    else:
-        data = _source(args).split_for(model, "test", args.batch_size)
-        report = zoo.recipes.evaluate(model, data, report_path=args.report, plots_dir=args.plots,
-                                      verbose=_progress(), user_key="user_user_id")
+                print(f"warning: {trained_on_warning(report['data']['trained_on'])}")
+            if report.get("baselines"):
+                from zoo.recipes.baselines import summary_line
+
+                print(summary_line(model.registered_name, report["baselines"]))
+        else:
+            data = _source(args).split_for(model, "test", args.batch_size)
+            report = zoo.recipes.evaluate(model, data, report_path=args.report, plots_dir=args.plots,
+                                          verbose=_progress(), user_key="user_user_id")
     shown = {k: v for k, v in report.items() if k in ("model", "rows", "auc", "logloss", "gauc")}
     shown["calibration"] = {k: v for k, v in report["calibration"].items() if k != "per_bin"}
     print(json.dumps(shown, indent=2))
@@ -533,7 +542,7 @@ def _parser():
     compare.add_argument("--later", help="a later labelled file whose every row is scored too")
     compare.add_argument("--no-history-from-log", action="store_true",
                          help="the later rows' histories from the later file alone (default: also from --data)")
-    compare.add_argument("--recipe", default="suan", help="training protocol (default suan: Adam, batch 256)")
+    compare.add_argument("--recipe", default="suan", help="training protocol (default suan: Adam; the batch is --batch-size's)")
     compare.set_defaults(run=_compare)
 
     evaluate = commands.add_parser("evaluate", help=_evaluate.__doc__)
@@ -866,10 +875,10 @@ def _named_stdout():
 
 
 def _result_on_stdout(args):
-    """Whether the command's result (not only its progress) goes to stdout: list, spec draft and request
-    without --out, score --out -."""
+    """Whether the command's result (not only its progress) goes to stdout: list, evaluate (its JSON), spec
+    draft and request without --out, score --out -."""
     out = getattr(args, "out", None)
-    return (args.command == "list" or (args.command in ("spec", "request") and out is None)
+    return (args.command in ("list", "evaluate") or (args.command in ("spec", "request") and out is None)
             or (args.command == "score" and out == "-"))
 
 

@@ -101,7 +101,7 @@ class YourOwnDataTest(TestCase):
             self.assertIn("preprocessing_sha256", metadata)
             status, out, err = run("evaluate", preset, "--data", later)
             self.assertEqual(status, 0, err)
-            shown = json.loads(out[out.index("{"):])
+            shown = json.loads(out)  # (the JSON alone on stdout)
             self.assertEqual(shown["rows"], 120)
             self.assertIsNotNone(shown["gauc"])  # grouped by the spec's user column (user_user_id here)
         scores = os.path.join(folder, "scores.csv")
@@ -204,7 +204,7 @@ class CommandLineTest(TestCase):
         status, out, err = run("evaluate", str(directory / "run" / "preset"), "--rows", "128",
                                "--plots", str(directory / "figures"))
         self.assertEqual(status, 0, err)
-        shown = json.loads(out[out.index("{"):])
+        shown = json.loads(out)  # (the JSON alone on stdout)
         self.assertEqual(shown["rows"], 128)
         self.assertEqual((shown["calibration"]["bins"], shown["calibration"]["binning"]), (10, "equal-frequency"))
         self.assertEqual(set(shown["calibration"]), {"ece", "bins", "binning", "mean_pctr", "observed_ctr", "ratio"})
