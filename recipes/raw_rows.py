@@ -152,6 +152,8 @@ def evaluate_rows(model, rows, *, held_out="test", history_from=None, report_pat
                           predicted=predicted)
         report["data"] = {"path": shown, "split": info["split"], "rows": what.replace(path, shown),
                           **({"history_from": history_from} if history_from else {})}
+        if processed is not None and processed.info.get("repairs"):  # the reading's account, as `score` prints it
+            report["data"]["account"] = processed.info["repairs"].replace(path, shown)
         trained = preprocessor.training_files_in(path) if count is None and info["split"] == "all" else []
         if trained:
             import warnings

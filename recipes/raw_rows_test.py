@@ -179,6 +179,10 @@ class RawRowsThroughTheModelTest(TestCase):
         self.assertEqual(status, 0, err)
         shown = json.loads(out)  # (the JSON alone on stdout)
         self.assertIn("baselines (AUC on the same rows): global rate", err)  # the lines on stderr
+        account = next(line for line in err.splitlines() if line.startswith("evaluated "))
+        self.assertTrue(account.startswith(f"evaluated 60 row(s) of {self.later} ("), account)
+        self.assertIn("to the OOV id (unknown to the fitted preprocessing)", account)  # the unseen users, counted
+        self.assertIn("to the OOV id", report["data"]["account"])  # (the DataFrame's report says it too)
         for key in ("auc", "logloss", "gauc"):
             self.assertAlmostEqual(report[key], shown[key], places=6)
         self.assertEqual(report["rows"], 60)

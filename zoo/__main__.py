@@ -272,6 +272,8 @@ def _evaluate(args):
                                         verbose=_progress())
             if report["data"]["split"] != "all":
                 print(f"evaluate: {report['data']['rows']}")
+            if report["data"].get("account"):  # unknown ids, repairs, the earlier logs' rows: as score says them
+                print(f"evaluated {report['rows']:,} row(s) of {path} ({report['data']['account']})")
             if report["data"].get("trained_on"):
                 from zoo.recipes.raw_rows import trained_on_warning
 
