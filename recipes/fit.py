@@ -57,12 +57,42 @@ class _BackupAndRestore(keras.callbacks.BackupAndRestore):
             object.__delattr__(model, "save_weights")
 
 
+# From this many rows in a model's largest embedding table, `fit` updates the tables by rows ("lazy_adam")
+# unless the recipe names an update: measured with benchmarks/vocab_scaling.py (DeepFM, batch 1024, this
+# 2-core machine; table in benchmarks/README.md), where dense Adam's step grows with the table's rows and
+# the row-wise step does not. Below it the dense step is kept, so small models train as they always did.
+SPARSE_TABLE_ROWS = 100_000
+
+
+def table_choice(model, recipe, distributed=False):
+    """(table_update, why) the run trains `model` with: the recipe's own when it names one, else
+    "lazy_adam" when the largest embedding table (zoo.recipes.sparse_table_adam.is_table) has
+    SPARSE_TABLE_ROWS rows or more, else "dense"; "dense" under a distribution (its tables may be split)."""
+    from zoo.recipes.sparse_table_adam import is_table
+
+    if recipe.table_update is not None:
+        return recipe.table_update, "chosen"
+    rows = max((int(v.shape[0]) for v in getattr(model, "weights", ()) if is_table(v)), default=0)
+    if distributed:
+        return "dense", "a distributed run"
+    if rows >= SPARSE_TABLE_ROWS:
+        return "lazy_adam", f"largest table {rows:,} rows >= {SPARSE_TABLE_ROWS:,}"
+    return "dense", f"largest table {rows:,} rows < {SPARSE_TABLE_ROWS:,}"
+
+
+def with_table_choice(model, recipe, distributed=False):
+    """`recipe` with `table_update` settled for `model` (table_choice)."""
+    import dataclasses
+
+    return dataclasses.replace(recipe, table_update=table_choice(model, recipe, distributed)[0])
+
+
 def make_optimizer(recipe, total_steps=None):
     rate = learning_rate_schedule(recipe, total_steps)
     # the papers' clipping is PyTorch's clip_grad_norm_ over all parameters: Keras' global_clipnorm (its
     # `clipnorm` clips each variable's gradient by its own norm)
     common = dict(learning_rate=rate, beta_1=recipe.beta_1, beta_2=recipe.beta_2, global_clipnorm=recipe.clipnorm)
-    if recipe.table_update is not None:  # tables updated at the rows a batch touches; AdamW's decay skips them
+    if recipe.table_update not in (None, "dense"):  # tables updated at the rows a batch touches (no AdamW decay)
         from zoo.recipes.sparse_table_adam import SparseTableAdam
 
         return SparseTableAdam(table_update=recipe.table_update, weight_decay=recipe.weight_decay or None, **common)
@@ -223,7 +253,8 @@ def fit(
     - shared-prefix batches: when the batches hold more candidates than `model` was built for (ReST's
       "prefix" rows), a twin built for that M trains and its weights are copied into `model`;
     - its optimiser (Adam/AdamW, clipping, warm-up + cosine over the counted steps when the dataset's
-      cardinality is unknown), early stopping on the monitor restoring the best weights (a `val_auc`
+      cardinality is unknown), the embedding tables updated by rows from SPARSE_TABLE_ROWS rows unless the
+      recipe's `table_update` says otherwise (`table_choice`), early stopping on the monitor restoring the best weights (a `val_auc`
       monitor reads the exact AUC of the validation rows, ExactValidationAUC, as the reports do);
     - a tf.data training set runs a fixed number of steps per epoch over its repetition:
       `steps_per_epoch`, else its cardinality, else its batches counted by one pass over it (pass
@@ -249,8 +280,9 @@ def fit(
 
         passed_on = set(arguments) - {"model", "train", "val", "recipe", "distribution", "overrides"}
         options = {k: arguments[k] for k in passed_on}
-        return fit_distributed(fit, distribution, model, train, val, get_recipe(recipe, **overrides), **options)
-    recipe = get_recipe(recipe, **overrides)
+        return fit_distributed(fit, distribution, model, train, val,
+                               with_table_choice(model, get_recipe(recipe, **overrides), distributed=True), **options)
+    recipe = with_table_choice(model, get_recipe(recipe, **overrides))
     if getattr(model, "calibration", None) is not None:
         raise ZooError(
             f"{model.registered_name} is calibrated (post-hoc, {model.calibration['method']}): training would fit "

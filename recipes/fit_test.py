@@ -49,6 +49,36 @@ class FitTest(TestCase):
         self.assertEqual(optimizer.global_clipnorm, 1.0)  # the deres recipe clips the gradients' global norm
         self.assertIsNone(optimizer.clipnorm)
 
+    def test_large_tables_are_updated_by_rows_unless_the_recipe_says(self):
+        """With no table_update, fit updates the tables by rows ("lazy_adam") from SPARSE_TABLE_ROWS rows in the
+        largest table and by dense Adam below; a recipe's own choice (or a distribution: dense) wins."""
+        import dataclasses
+
+        from zoo.recipes.fit import SPARSE_TABLE_ROWS, table_choice
+        from zoo.recipes.sparse_table_adam import SparseTableAdam
+
+        simulator = small_simulator()
+        schema = simulator.schema
+        big = dataclasses.replace(schema, features=tuple(
+            dataclasses.replace(f, vocabulary_size=SPARSE_TABLE_ROWS) if f.name == "item_id" else f
+            for f in schema.features))
+        train = simulator.dataset(64, batch_size=32, seed=1)
+        suan = get_recipe("suan")
+        for table_schema, chosen, expected, why in (
+                (schema, None, "dense", "largest table 62 rows < 100,000"),
+                (big, None, "lazy_adam", "largest table 100,000 rows >= 100,000"),
+                (big, "dense", "dense", "chosen"), (schema, "rowwise_adagrad", "rowwise_adagrad", "chosen")):
+            with self.subTest(rows=table_schema.feature("cand_item_id").vocabulary_size, chosen=chosen):
+                model = zoo.get("din", schema=table_schema, attention_units=(4,), mlp_units=(8,))
+                recipe = dataclasses.replace(suan, table_update=chosen)
+                self.assertEqual(table_choice(model, recipe), (expected, why))
+                fit(model, train, recipe=recipe, epochs=1, verbose=0)
+                sparse = isinstance(model.optimizer, SparseTableAdam)
+                self.assertEqual(sparse, expected != "dense")
+                if sparse:
+                    self.assertEqual(model.optimizer.table_update, expected)
+        self.assertEqual(table_choice(model, suan, distributed=True), ("dense", "a distributed run"))
+
     def test_a_recipes_model_overrides_apply(self):
         from zoo.models import DIN, DeResP
 

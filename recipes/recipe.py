@@ -17,10 +17,12 @@ class Recipe:
             follows a cosine decay to 0 (DeRes: 5 % warm-up, then cosine).
         cosine: whether to decay with a cosine after the warm-up.
         clipnorm: gradient clipping by global norm (None: no clipping).
-        table_update: None (Adam reads and writes every row of every embedding table each step), or the
-            rule that updates only the rows a batch touches (zoo.recipes.SparseTableAdam: "lazy_adam",
-            "rowwise_adagrad" or "sgd"; the dense weights stay on Adam): a step's cost then does not grow
-            with the tables' size (benchmarks/vocab_scaling.py).
+        table_update: how the embedding tables are updated: "dense" (Adam reads and writes every row of
+            every table each step), or the rule that updates only the rows a batch touches
+            (zoo.recipes.SparseTableAdam: "lazy_adam", "rowwise_adagrad" or "sgd"; the dense weights stay
+            on Adam), whose step's cost does not grow with the tables' size (benchmarks/vocab_scaling.py).
+            None: `fit` picks by the model's largest table (zoo.recipes.fit.table_choice: "lazy_adam" from
+            SPARSE_TABLE_ROWS rows, "dense" below; "dense" under a distribution).
         early_stopping_patience: epochs without a better `monitor` before stopping (None: never stop early).
         monitor: the validation metric early stopping and tuning watch (maximised).
         seeds: the seeds a protocol averages over (the first one is used by `fit`).

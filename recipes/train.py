@@ -104,7 +104,7 @@ def training_recipe(recipe="suan", *, spec=False, epochs=None, batch_size=None, 
     return recipe
 
 
-def _banner(model_name, model, recipe, recipe_name, source):
+def _banner(model_name, model, recipe, recipe_name, source, tables=None):
     """What `train` will train, before it starts: the model and where its hyperparameters come from, the
     recipe, the parameters, the data's rows per split and batches per epoch, the backend."""
     import keras
@@ -125,7 +125,8 @@ def _banner(model_name, model, recipe, recipe_name, source):
              f"     recipe {recipe_name}: {recipe.epochs} epoch(s), batch {recipe.batch_size}, "
              f"learning rate {recipe.learning_rate:g}, seed {recipe.seeds[0]}"
              + (f", gradients' global norm clipped at {recipe.clipnorm:g}" if recipe.clipnorm else "")
-             + (f", tables updated by rows ({recipe.table_update})" if recipe.table_update else "")]
+             + (f", tables {tables}" if tables else
+                f", tables updated by rows ({recipe.table_update})" if recipe.table_update not in (None, "dense") else "")]
     batch = data_options(recipe, model_name)["batch_size"]  # rows (ReST's prefix rows hold m2 samples)
     if source.info is not None:
         rows = source.info["rows"]
@@ -237,8 +238,9 @@ def train(model, source=None, out="runs/fit", *, recipe="suan", epochs=None, bat
     "model", "metrics": {...}, "kept_epoch", "baselines", "calibration", "history"} (None in a multi-worker
     run's other processes).
 
-    `table_update` ("lazy_adam", "rowwise_adagrad", "sgd") updates the embedding tables at the rows a batch
-    touches only (zoo.recipes.SparseTableAdam); `clipnorm` clips the gradients' global norm (FuxiCTR's
+    `table_update` ("dense", "lazy_adam", "rowwise_adagrad", "sgd"; None: by the largest table's size,
+    zoo.recipes.fit.table_choice, stated in the banner and the preset's metadata) says how the embedding
+    tables are updated (zoo.recipes.SparseTableAdam: at the rows a batch touches only); `clipnorm` clips the gradients' global norm (FuxiCTR's
     max_gradient_norm is 10). `hyperparameters` override the class defaults (after the
     recipe's); `calibrate` ("platt" or
     "temperature") fits post-hoc calibration on the validation split after training, kept where it lowers
@@ -276,11 +278,18 @@ def train(model, source=None, out="runs/fit", *, recipe="suan", epochs=None, bat
     overrides = {**model_overrides(recipe, zoo.registry.entry(model_name).cls), **dict(hyperparameters or {})}
     with run.scope() if run is not None else contextlib.nullcontext():  # variables placed as they are made
         model = zoo.get(model_name, schema=schema.with_candidates(1), **overrides)
+    from zoo.recipes.fit import table_choice, with_table_choice
+
+    update, why = table_choice(model, recipe, distributed=run is not None)  # (stated in the banner and the preset)
+    tables = "dense" if update == "dense" else f"updated by rows ({update})"
+    if why != "chosen":  # the zoo's pick, and why
+        tables = f"dense ({why})" if update == "dense" else f"updated by rows ({update}; {why})"
+    recipe = with_table_choice(model, recipe, distributed=run is not None)
     with contextlib.ExitStack() as held:
         if run is None or run.is_chief:  # (the folder is made here, once the arguments, data and model are good)
             held.enter_context(folder_lock(out))  # a second run on it would share backup/ and the preset
         os.makedirs(out, exist_ok=True)
-        for line in _banner(model_name, model, recipe, recipe_name, source):
+        for line in _banner(model_name, model, recipe, recipe_name, source, tables):
             log(line)
         steps = StepLog()
         history = fit(model, train_data, val, recipe=recipe, backup_dir=backup, callbacks=[steps],
@@ -318,7 +327,7 @@ def train(model, source=None, out="runs/fit", *, recipe="suan", epochs=None, bat
         preset = os.path.join(out, "preset")
         training_record = {"epochs": recipe.epochs, "epochs_run": len(history.epoch), "batch_size": recipe.batch_size,
                            "learning_rate": recipe.learning_rate,
-                           **({"table_update": recipe.table_update} if recipe.table_update else {}),
+                           "table_update": recipe.table_update,
                            **({"clipnorm": recipe.clipnorm} if recipe.clipnorm else {}),
                            **({"kept_epoch": kept["epoch"]} if kept is not None else {})}
         model.save_to_preset(

@@ -25,6 +25,8 @@ class TrainTest(TestCase):
     """`zoo.recipes.train` is `python -m zoo fit`: the same run, preset and numbers from one call."""
 
     def test_the_python_call_and_the_command_line_give_the_same_run(self):
+        from zoo.recipes.sparse_table_adam import is_table
+
         folder = self.get_temp_dir()
         log, spec = log_and_spec(folder)
         lines = []
@@ -33,7 +35,11 @@ class TrainTest(TestCase):
                                    hyperparameters=TINY, log=lines.append)
         self.assertTrue(lines[0].startswith("fit: din (a fresh model: class defaults, except attention_units=[8], "
                                             "mlp_units=[8])"), lines[0])
-        self.assertIn("     recipe suan: 2 epoch(s), batch 64, learning rate 0.001, seed 3", lines)
+        self.assertIn("     recipe suan: 2 epoch(s), batch 64, learning rate 0.001, seed 3, tables dense (largest table "
+                      f"{max(v.shape[0] for v in result['model'].weights if is_table(v)):,} rows < 100,000)",
+                      lines)  # (the tables' update the zoo picked, and why)
+        self.assertEqual(json.loads(open(os.path.join(result["preset"], "metadata.json")).read())["training"][
+            "table_update"], "dense")
         self.assertTrue(any(line.startswith("kept epoch ") for line in lines), lines)
         self.assertTrue(any(line.startswith("test: baselines (AUC on the same rows)") for line in lines), lines)
         metadata = json.loads(open(os.path.join(result["preset"], "metadata.json")).read())

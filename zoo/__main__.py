@@ -487,9 +487,10 @@ def _parser():
     fit.add_argument("--recipe", default="suan", help="training protocol (suan, rest, deres, distill)")
     fit.add_argument("--epochs", type=_count, help="override the recipe's epochs")
     fit.add_argument("--learning-rate", type=_rate, help="override the recipe's (peak) learning rate")
-    fit.add_argument("--table-update", choices=["lazy_adam", "rowwise_adagrad", "sgd"],
-                     help="update the embedding tables at the rows a batch touches only (large vocabularies; "
-                     "zoo.recipes.SparseTableAdam); default: Adam over every row")
+    fit.add_argument("--table-update", choices=["dense", "lazy_adam", "rowwise_adagrad", "sgd"],
+                     help="how the embedding tables are updated: dense (Adam over every row) or at the rows a batch "
+                     "touches only (zoo.recipes.SparseTableAdam); default: lazy_adam when the largest table has "
+                     "100,000 rows or more (zoo.recipes.fit.SPARSE_TABLE_ROWS), else dense")
     fit.add_argument("--clipnorm", type=_rate, help="clip the gradients' global norm at this value (FuxiCTR clips at "
                      "10); default: the recipe's (suan: no clipping)")
     fit.add_argument("--set", type=_override, action="append", metavar="KEY=VALUE",
@@ -582,7 +583,7 @@ def _parser():
     tune.add_argument("--max-trials", type=_count, default=4)
     tune.add_argument("--epochs", type=_count, help="epochs per trial (default 1)")
     tune.add_argument("--learning-rate", type=_rate, help="override the recipe's (peak) learning rate")
-    tune.add_argument("--table-update", choices=["lazy_adam", "rowwise_adagrad", "sgd"],
+    tune.add_argument("--table-update", choices=["dense", "lazy_adam", "rowwise_adagrad", "sgd"],
                       help="update the embedding tables at the rows a batch touches only (as fit's)")
     tune.add_argument("--clipnorm", type=_rate, help="clip the gradients' global norm at this value (as fit's)")
     tune.add_argument("--recipe", default="suan")
