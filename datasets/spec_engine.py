@@ -241,6 +241,41 @@ def agreed(group, work):
 KEYS = ("label", "time", "line", "file", "rule")  # the per-row parts beside the columns
 
 
+
+def tie_keys(spec, data):
+    """Sort keys (np.lexsort's order: the last is the first compared) that order a user's rows of one time by
+    what their history entries carry: the history fields' values (the first field first: the item), then
+    the label. Sorted by (user, time, these, file order), a history's window of the newest L and its order
+    do not depend on the file's row order (rows of equal content keep it, and are equal entries). The
+    in-memory build, the streaming build's partitions and `python -m zoo request` sort by them; [] where
+    the spec has no history from the log."""
+    if not spec.history_from_log():
+        return []
+    columns = {o["feature"]: c for c, o in spec.columns.items() if o["role"] in ("cand", "hist")}
+    keys = [np.nan_to_num(np.asarray(data["label"], np.float64), nan=-1.0)]
+    for field in reversed(spec.history["fields"]):
+        column = columns.get(field)
+        if column in data["text"]:
+            keys.append(_text_rank(data["text"][column]))
+        elif column in data.get("numeric", {}):
+            keys.append(np.nan_to_num(np.asarray(data["numeric"][column], np.float64), nan=-np.inf))
+    return keys
+
+
+def _text_rank(values):
+    """Each value's rank among the distinct values in text order (-1 for a null): a sort key of texts."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not isinstance(values, (pa.Array, pa.ChunkedArray)):
+        values = pa.array(np.asarray(values, dtype=object).tolist(), type=pa.string())
+    encoded = pc.dictionary_encode(values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values)
+    size = len(encoded.dictionary)
+    rank = np.empty(size + 1, np.int64)
+    rank[np.asarray(pc.array_sort_indices(encoded.dictionary))] = np.arange(size)
+    rank[size] = -1
+    return rank[np.asarray(encoded.indices.fill_null(size))]
+
 def _file_parts(spec, index, path, scoring, repairs, only=None, block_bytes=None, label_text=False, history=False):
     """Yields one part per chunk of the file `index` (`path`): {"label", "time", "line", "file", "rule":
     [kept rows] (None when the spec has none), "text"/"numeric"/"list": {column: values}, "labeled"}.
@@ -431,12 +466,13 @@ class _Build:
                 rank[np.asarray(pc.array_sort_indices(encoded.dictionary))] = np.arange(len(encoded.dictionary))
             self.user_code = rank[np.asarray(encoded.indices)]
         if self._by_user():
-            order = np.lexsort((np.arange(self.rows), data["time"] if data["time"] is not None
+            order = np.lexsort((np.arange(self.rows), *tie_keys(spec, data), data["time"] if data["time"] is not None
                                 else np.zeros(self.rows, np.int64), self.user_code))
             self._take(order)
 
     def _by_user(self):
-        """Whether the rows are sorted by (user, time, file order): a history from the log, a per-user split."""
+        """Whether the rows are sorted by (user, time, what a history entry carries, file order): a history from
+        the log, a per-user split (tie_keys)."""
         return self.spec.history_from_log() or self.spec.split["by"] == "user"
 
     def _global_user_ranks(self, dictionary):

@@ -157,8 +157,8 @@ def _build_by_user(spec, files, maker, accounts):
                 data, file_order, rank = partitions.read(index)
                 maker.load(data)
                 maker.user_code = rank
-                maker._take(np.lexsort((file_order, data["time"] if data["time"] is not None
-                                        else np.zeros(file_order.size, np.int64), rank)))
+                maker._take(np.lexsort((file_order, *engine.tie_keys(spec, data), data["time"] if data["time"]
+                                        is not None else np.zeros(file_order.size, np.int64), rank)))
                 rank = maker.user_code
                 first = np.searchsorted(rank, rank)  # each row's user block starts there (sorted by user)
                 maker._index = splits.user_before[rank] + np.arange(rank.size) - first

@@ -35,6 +35,7 @@ def build_request(state, path, rows, history_from=None):
     raw file(s) at `path`, read through the fitted state `state` (a preset's preprocessing.json).
     `history_from`: earlier logs (files, globs or folders) whose rows join the histories, not sent (the
     engine's scoring mode: Preprocessor.processed)."""
+    from zoo.datasets import spec_engine
     from zoo.datasets.spec_engine import _read
     from zoo.serving.raw import check_state, input_names
 
@@ -76,9 +77,12 @@ def build_request(state, path, rows, history_from=None):
         events = data["rule"] if spec.history["only"] is not None else np.ones(total, bool)
         time = data["time"]
         columns = {o["feature"]: c for c, o in spec.columns.items() if o["role"] in ("cand", "hist")}
-        # the history events sorted by (user, time, file order): a row's history is one slice of them
+        # the history events sorted by (user, time, what an entry carries, file order), as the builds sort them
+        # (zoo.datasets.spec_engine.tie_keys): a row's history is one slice of them
         history = np.flatnonzero(events)
-        history = history[np.lexsort((data["line"][history], data["file"][history], time[history], users[history]))]
+        ties = [key[history] for key in spec_engine.tie_keys(spec, data)]
+        history = history[np.lexsort((data["line"][history], data["file"][history], *ties, time[history],
+                                      users[history]))]
         start = np.searchsorted(users[history], users[order], side="left")
         stop = np.searchsorted(users[history], users[order], side="right")
         histories = [history[a:a + np.searchsorted(time[history[a:b]], time[i], side="left")]  # strictly earlier
