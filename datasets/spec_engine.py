@@ -269,7 +269,11 @@ def _text_rank(values):
 
     if not isinstance(values, (pa.Array, pa.ChunkedArray)):
         values = pa.array(np.asarray(values, dtype=object).tolist(), type=pa.string())
-    encoded = pc.dictionary_encode(values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values)
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if not pa.types.is_string(values.type) and not pa.types.is_large_string(values.type):
+        values = pc.cast(values, pa.string())  # (rows given in memory may hold integer ids: ranked as texts too)
+    encoded = pc.dictionary_encode(values)
     size = len(encoded.dictionary)
     rank = np.empty(size + 1, np.int64)
     rank[np.asarray(pc.array_sort_indices(encoded.dictionary))] = np.arange(size)

@@ -30,7 +30,8 @@ import numpy as np
 from zoo.errors import ZooError
 from zoo.schema import Schema
 
-FORMAT_VERSION = 3  # 2: info["accounting"] of every raw file, preprocessing.json, split "all"; 3: raw_user/raw_item, statistics
+FORMAT_VERSION = 4  # 2: info["accounting"] of every raw file, preprocessing.json, split "all"; 3: raw_user/raw_item,
+# statistics; 4: a user's rows of one time ordered by their history entries' content (spec_engine.tie_keys)
 SPLITS = ("train", "validation", "test")
 
 
