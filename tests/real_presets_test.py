@@ -77,12 +77,12 @@ class EvaluateRealPresetsTest(TestCase):
         if keras.backend.backend() != "tensorflow" or not (path if path.is_file() else path / file).exists():
             raise unittest.SkipTest(f"TensorFlow with the shared {file} only")
         recorded = json.loads((ROOT / "saved" / preset / "metadata.json").read_text())["metrics"]
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out), unittest.mock.patch.dict(os.environ, {"ZOO_DATA_CACHE": tempfile.mkdtemp()}):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                unittest.mock.patch.dict(os.environ, {"ZOO_DATA_CACHE": tempfile.mkdtemp()}):
             status = main(["evaluate", preset, "--data", data, "--path", str(path)])
         self.assertEqual(status, 0)
-        text = out.getvalue()
-        self.assertIn("its fit equals the preset's", text)
-        report = json.loads(text[text.index("{\n"):])
+        self.assertIn("its fit equals the preset's", err.getvalue())  # (the lines on stderr, the JSON alone on stdout)
+        report = json.loads(out.getvalue())
         self.assertEqual(report["rows"], recorded["test_rows"])
         self.assertAlmostEqual(report["auc"], recorded["test_auc"], places=5)

@@ -285,7 +285,7 @@ class CommandLineTest(TestCase):
         self.assertIn("96 training rows, 3 batches per epoch", out)
         metadata = json.loads((out_dir / "preset" / "metadata.json").read_text())
         self.assertEqual(metadata["training"], {"epochs": 2, "epochs_run": 2, "batch_size": 32, "learning_rate": 0.005,
-                                                "kept_epoch": 2})
+                                                "table_update": "dense", "kept_epoch": 2})  # (small tables: dense)
         self.assertRegex(out, r"kept the last epoch, 2 of 2 \(val_auc 0\.\d{4}; the recipe has no early stopping\)")
 
     def test_a_fit_on_your_own_log_keeps_the_best_validation_epoch(self):
