@@ -76,6 +76,7 @@ import copy
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -141,6 +142,15 @@ class Fixture:
             zoo.export(self.preset, path, signature="raw")
             self._export = path
         return self._export
+
+
+# a Keras progress line ("13/13 - 2s - 87ms/batch"): a command's progress on stderr, not part of its refusal
+PROGRESS = re.compile(r"\d+/\d+ - .*/(step|batch)$")
+
+
+def error_lines(text):
+    """The non-empty lines of a command's stderr, its progress lines left out."""
+    return [line for line in text.strip().splitlines() if line.strip() and not PROGRESS.match(line)]
 
 
 def one_line(text):
@@ -340,7 +350,7 @@ def fuzz_cli(fixture, seed):
                            env=env, cwd=str(fixture.folder), timeout=900)
         done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=str(fixture.folder), timeout=900,
                               preexec_fn=limit)
-        err = [line for line in done.stderr.strip().splitlines() if line.strip()]
+        err = error_lines(done.stderr)
         if done.returncode < 0:
             outcome, detail = "signal", f"signal {-done.returncode}: {err[-1:] if err else ''}"
         elif done.returncode == 2 and len(err) == 1 and err[0].startswith("error: "):
@@ -583,7 +593,7 @@ class _Process:
 
     @property
     def err(self):
-        return [line for line in self.text["err"].decode("utf-8", "replace").strip().splitlines() if line.strip()]
+        return error_lines(self.text["err"].decode("utf-8", "replace"))
 
 
 def _end_group(pgid, linger=0):

@@ -3,8 +3,6 @@ a correct score or a one-line ZooError (no traceback, NaN score, wrong score, ac
 refused valid one or input changed in place). Valid variants keep the request's shapes here (one
 compiled function per entry point); the benchmark also varies B, M and the scoring options."""
 
-import re
-
 from tests.testing import TestCase, benchmark_module
 
 CASES = 50
@@ -129,7 +127,7 @@ class DataPathsFuzzTest(TestCase):
                 status, _, err = run_cli(*argv(fuzz._target(fixture, kind)))
                 self.assertEqual(status, 2, err[-500:])
                 # (evaluate's progress bar, on stderr beside its JSON on stdout, comes before a report it cannot write)
-                lines = [line for line in err.strip().splitlines() if not re.match(r"\d+/\d+ - .*/(step|batch)$", line)]
+                lines = fuzz.error_lines(err)
                 self.assertEqual(len(lines), 1, err[-500:])
                 self.assertTrue(lines[0].startswith("error: "), lines)
 
