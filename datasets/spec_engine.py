@@ -241,7 +241,6 @@ def agreed(group, work):
 KEYS = ("label", "time", "line", "file", "rule")  # the per-row parts beside the columns
 
 
-
 def tie_keys(spec, data):
     """Sort keys (np.lexsort's order: the last is the first compared) that order a user's rows of one time by
     what their history entries carry: the history fields' values (the first field first: the item), then
@@ -279,6 +278,7 @@ def _text_rank(values):
     rank[np.asarray(pc.array_sort_indices(encoded.dictionary))] = np.arange(size)
     rank[size] = -1
     return rank[np.asarray(encoded.indices.fill_null(size))]
+
 
 def _file_parts(spec, index, path, scoring, repairs, only=None, block_bytes=None, label_text=False, history=False):
     """Yields one part per chunk of the file `index` (`path`): {"label", "time", "line", "file", "rule":
@@ -454,21 +454,19 @@ class _Build:
             fitted_state.save_preprocessing(state, self.out_dir)
 
     def _order(self):
-        """Sorts the rows by (user, time, file order) when histories or splits need it."""
+        """Sorts the rows by (user, time, tie_keys, file order) when histories or splits need it."""
         spec, data = self.spec, self.data
         self.user_code = None
         if spec.user is not None:
-            import pyarrow as pa
-            import pyarrow.compute as pc
-
             users = data["text"][spec.user]
-            encoded = pc.dictionary_encode(users.combine_chunks() if isinstance(users, pa.ChunkedArray) else users)
-            if self.sharded and self._by_user():
-                rank = self._global_user_ranks(encoded.dictionary)
+            if self.sharded and self._by_user():  # (ranks among every process's users)
+                import pyarrow as pa
+                import pyarrow.compute as pc
+
+                encoded = pc.dictionary_encode(users.combine_chunks() if isinstance(users, pa.ChunkedArray) else users)
+                self.user_code = self._global_user_ranks(encoded.dictionary)[np.asarray(encoded.indices)]
             else:
-                rank = np.empty(len(encoded.dictionary), np.int64)
-                rank[np.asarray(pc.array_sort_indices(encoded.dictionary))] = np.arange(len(encoded.dictionary))
-            self.user_code = rank[np.asarray(encoded.indices)]
+                self.user_code = _text_rank(users)
         if self._by_user():
             order = np.lexsort((np.arange(self.rows), *tie_keys(spec, data), data["time"] if data["time"] is not None
                                 else np.zeros(self.rows, np.int64), self.user_code))

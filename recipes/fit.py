@@ -72,9 +72,9 @@ def table_choice(model, recipe, distributed=False):
 
     if recipe.table_update is not None:
         return recipe.table_update, "chosen"
-    rows = max((int(v.shape[0]) for v in getattr(model, "weights", ()) if is_table(v)), default=0)
     if distributed:
         return "dense", "a distributed run"
+    rows = max((int(v.shape[0]) for v in getattr(model, "weights", ()) if is_table(v)), default=0)
     if rows >= SPARSE_TABLE_ROWS:
         return "lazy_adam", f"largest table {rows:,} rows >= {SPARSE_TABLE_ROWS:,}"
     return "dense", f"largest table {rows:,} rows < {SPARSE_TABLE_ROWS:,}"
@@ -254,8 +254,9 @@ def fit(
       "prefix" rows), a twin built for that M trains and its weights are copied into `model`;
     - its optimiser (Adam/AdamW, clipping, warm-up + cosine over the counted steps when the dataset's
       cardinality is unknown), the embedding tables updated by rows from SPARSE_TABLE_ROWS rows unless the
-      recipe's `table_update` says otherwise (`table_choice`), early stopping on the monitor restoring the best weights (a `val_auc`
-      monitor reads the exact AUC of the validation rows, ExactValidationAUC, as the reports do);
+      recipe's `table_update` says otherwise (`table_choice`), early stopping on the monitor restoring the
+      best weights (a `val_auc` monitor reads the exact AUC of the validation rows, ExactValidationAUC, as
+      the reports do);
     - a tf.data training set runs a fixed number of steps per epoch over its repetition:
       `steps_per_epoch`, else its cardinality, else its batches counted by one pass over it (pass
       `steps_per_epoch` for data too large to count); so no epoch ends on an exhausted iterator.

@@ -18,6 +18,7 @@ baselines and the preset, in one line naming the column most likely to carry the
 """
 
 import contextlib
+import dataclasses
 import fcntl
 import inspect
 import os
@@ -278,13 +279,13 @@ def train(model, source=None, out="runs/fit", *, recipe="suan", epochs=None, bat
     overrides = {**model_overrides(recipe, zoo.registry.entry(model_name).cls), **dict(hyperparameters or {})}
     with run.scope() if run is not None else contextlib.nullcontext():  # variables placed as they are made
         model = zoo.get(model_name, schema=schema.with_candidates(1), **overrides)
-    from zoo.recipes.fit import table_choice, with_table_choice
+    from zoo.recipes.fit import table_choice
 
     update, why = table_choice(model, recipe, distributed=run is not None)  # (stated in the banner and the preset)
     tables = "dense" if update == "dense" else f"updated by rows ({update})"
     if why != "chosen":  # the zoo's pick, and why
         tables = f"dense ({why})" if update == "dense" else f"updated by rows ({update}; {why})"
-    recipe = with_table_choice(model, recipe, distributed=run is not None)
+    recipe = dataclasses.replace(recipe, table_update=update)
     with contextlib.ExitStack() as held:
         if run is None or run.is_chief:  # (the folder is made here, once the arguments, data and model are good)
             held.enter_context(folder_lock(out))  # a second run on it would share backup/ and the preset
