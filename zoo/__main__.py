@@ -584,7 +584,7 @@ def _parser():
     tune.add_argument("--epochs", type=_count, help="epochs per trial (default 1)")
     tune.add_argument("--learning-rate", type=_rate, help="override the recipe's (peak) learning rate")
     tune.add_argument("--table-update", choices=["dense", "lazy_adam", "rowwise_adagrad", "sgd"],
-                      help="update the embedding tables at the rows a batch touches only (as fit's)")
+                      help="how the embedding tables are updated (as fit's; default by the largest table's size)")
     tune.add_argument("--clipnorm", type=_rate, help="clip the gradients' global norm at this value (as fit's)")
     tune.add_argument("--recipe", default="suan")
     tune.add_argument("--dir", default="runs/tuning", help="search directory; an interrupted search resumes from it")

@@ -129,7 +129,8 @@ class ZooModel(backend_kernels.RowSteps, keras.Model):
 
     registered_name = None
     # hyperparameters added after presets were written: {name: the value a config without the name meant}, so
-    # a preset written before builds the graph its weights were trained in (presets.build, from_config)
+    # a preset written before builds the graph its weights were trained in (presets._build_from_folder,
+    # from_config); a fresh model takes the class default
     written_before = {}
     required = ()  # hyperparameters whose rule admits None (zoo.hyperparameters) that this model needs a value for
     @staticmethod
