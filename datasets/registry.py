@@ -30,6 +30,14 @@ def resolve(name, path, protocol=None, options=None, preprocessing=None):
     well must agree with them."""
     reader = reader_module(name)
     fitted = None
+    if grow_from is not None:  # a fit that continues a preset's: its spec
+        grow_from = read_preprocessing(grow_from)
+        if "spec" not in grow_from:
+            raise ZooError(f"grow_from: the preprocessing was fitted by the {grow_from['dataset']} reader, not from a "
+                           "data spec; only a spec's fit can be continued")
+        if preprocessing is not None:
+            raise ZooError("grow_from (a fit that continues a preset's) goes without preprocessing (scoring mode)")
+        spec = grow_from["spec"]
     if preprocessing is not None:
         fitted = read_preprocessing(preprocessing)
         if fitted["dataset"] != name:
@@ -77,7 +85,8 @@ def is_spec(name):
         isinstance(name, (str, os.PathLike)) and os.fspath(name).lower().endswith(".json"))
 
 
-def _prepare_spec(spec, path, cache_dir, verbose, preprocessing, protocol, options, group=None, history_from=None):
+def _prepare_spec(spec, path, cache_dir, verbose, preprocessing, protocol, options, group=None, history_from=None,
+                  grow_from=None):
     """The processed data of a user's log under a data spec (fitted), or under a fitted state that
     carries one (scoring mode)."""
     from zoo.datasets import spec_engine, spec_reading
@@ -87,6 +96,14 @@ def _prepare_spec(spec, path, cache_dir, verbose, preprocessing, protocol, optio
         raise ZooError(f"a data spec takes no protocol or options ({', '.join(options) or protocol}): "
                        "write them into the spec")
     fitted = None
+    if grow_from is not None:  # a fit that continues a preset's: its spec
+        grow_from = read_preprocessing(grow_from)
+        if "spec" not in grow_from:
+            raise ZooError(f"grow_from: the preprocessing was fitted by the {grow_from['dataset']} reader, not from a "
+                           "data spec; only a spec's fit can be continued")
+        if preprocessing is not None:
+            raise ZooError("grow_from (a fit that continues a preset's) goes without preprocessing (scoring mode)")
+        spec = grow_from["spec"]
     if preprocessing is not None:
         fitted = read_preprocessing(preprocessing)
         if "spec" not in fitted:
@@ -106,12 +123,14 @@ def _prepare_spec(spec, path, cache_dir, verbose, preprocessing, protocol, optio
         files = context + files
     if group is not None and group.size > 1:
         identity["process"] = [group.rank, group.size]  # this process's shards of the files
-    if fitted is not None:
-        identity["preprocessing"] = hashlib.sha1(json.dumps(fitted, sort_keys=True).encode()).hexdigest()
+    for what, state in (("preprocessing", fitted), ("grow_from", grow_from)):
+        if state is not None:
+            identity[what] = hashlib.sha1(json.dumps(state, sort_keys=True).encode()).hexdigest()
     key = storage.cache_key(files, "spec", "spec", identity)
     directory = storage.cached(
         cache_dir or storage.default_cache_dir(), "spec", "spec", key,
-        lambda out: spec_engine.build(spec, files, out, verbose, fitted=fitted, group=group, context_files=len(context)),
+        lambda out: spec_engine.build(spec, files, out, verbose, fitted=fitted, group=group, context_files=len(context),
+                                      grow_from=grow_from),
     )
     return storage.open_processed(directory)
 
@@ -127,7 +146,7 @@ def _check_distinct(context, files):
 
 
 def prepare(name, path, *, protocol=None, cache_dir=None, verbose="auto", preprocessing=None, process_group=None,
-            history_from=None, **options):
+            history_from=None, grow_from=None, **options):
     """The processed data set (read from the cache, or built and cached): a storage.Table/Events.
 
     `name` is a data set's name (`names()`) or a data spec (zoo.datasets.spec: a dict, a DataSpec or a
@@ -137,10 +156,15 @@ def prepare(name, path, *, protocol=None, cache_dir=None, verbose="auto", prepro
     `process_group` (zoo.datasets.ProcessGroup): with a data spec, this process's shards only, under the fit
     made over every process's rows (zoo.datasets.spec_engine.build). `history_from` (scoring mode of a
     spec's fit): earlier logs (files, globs or folders) whose rows build the histories and running
-    statistics of the rows of `path` and are not scored themselves."""
+    statistics of the rows of `path` and are not scored themselves. `grow_from` (fitting a data spec): a
+    preset's fitted state (or its folder) that the fit continues, under its spec (zoo.datasets.spec_engine.build:
+    vocabularies grow by appending new values; bucket edges, scales and the statistics' counts carry on).
+    """
     state = None if preprocessing is None else read_preprocessing(preprocessing)
-    if (name is None and state is not None and "spec" in state) or (name is not None and is_spec(name)):
-        return _prepare_spec(name, path, cache_dir, verbose, state, protocol, options, process_group, history_from)
+    if grow_from is not None or (name is None and state is not None and "spec" in state) or (
+            name is not None and is_spec(name)):
+        return _prepare_spec(name, path, cache_dir, verbose, state, protocol, options, process_group, history_from,
+                             grow_from)
     if history_from:
         raise ZooError("history_from (earlier logs for histories) is for presets fitted on a data spec")
     if name is None and state is not None:
@@ -162,7 +186,7 @@ def prepare(name, path, *, protocol=None, cache_dir=None, verbose="auto", prepro
 
 def load(name, path, *, protocol=None, split=None, batch_size=256, shuffle=None, seed=0, mode=None,
          num_candidates=None, with_weights=False, drop_remainder=False, repeat=False, cache_dir=None, verbose="auto",
-         with_info=False, preprocessing=None, process_group=None, **options):
+         with_info=False, preprocessing=None, process_group=None, grow_from=None, **options):
     """A data set's split as a tf.data pipeline in the input contract: (dataset, schema[, info]).
 
     Args:
@@ -189,6 +213,8 @@ def load(name, path, *, protocol=None, split=None, batch_size=256, shuffle=None,
             between the processes (each reads only its own; the fit is made over all of them, exchanged
             between the processes); a named data set's single file is read whole by each, which then
             batches every size-th row from its rank.
+        grow_from: with a data spec, a preset's fitted preprocessing (or its folder) that the fit continues
+            (`prepare`).
         **options: the protocol's options (see the reader module's OPTIONS).
     """
     if split is None:
@@ -200,7 +226,7 @@ def load(name, path, *, protocol=None, split=None, batch_size=256, shuffle=None,
         )
     processed = prepare(
         name, path, protocol=protocol, cache_dir=cache_dir, verbose=verbose, preprocessing=preprocessing,
-        process_group=process_group, **options
+        process_group=process_group, grow_from=grow_from, **options
     )
     sharded = process_group is not None and process_group.size > 1
     rows_of = (process_group.rank, process_group.size) if sharded and not processed.info.get("process") else None

@@ -53,7 +53,7 @@ def stream_bytes():
 
 
 def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "spec", {}), group=None, stream=None,
-          context_files=0):
+          context_files=0, grow_from=None):
     """Reads `files` under `spec` (a DataSpec, dict or file), fits (or applies `fitted`) and writes the
     processed data set into `out_dir`; returns its info. `origin`: (data set, protocol, options) recorded in
     the fitted state (a paper reader that builds through the engine names itself there).
@@ -69,8 +69,17 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
 
     `context_files` (scoring mode): the first that many of `files` are earlier logs read for histories and
     running statistics only (`--history-from`): their rows make no sample (counted), so each scored row's
-    features are those of the concatenated log, restricted to the scored rows."""
-    spec = DataSpec.read(spec if fitted is None else fitted["spec"])
+    features are those of the concatenated log, restricted to the scored rows.
+
+    `grow_from` (a preset's fitted state, fitting mode: training from a preset, zoo.recipes.warm_start): the
+    fit continues that state instead of starting afresh (`continued`): each vocabulary keeps its tokens and
+    ids and appends the values of the new training rows seen at least min_count times (up to max_size in
+    all); numeric fills, scales and bucket edges, and the running statistics' prior and bucket edges, are
+    the preset's, so every id means what it meant to the preset's model; the counts per key of the running
+    statistics add to the preset's."""
+    if grow_from is not None and fitted is not None:
+        raise ZooError("a build either applies a fitted state (scoring) or continues one (grow_from), not both")
+    spec = DataSpec.read(spec if fitted is None and grow_from is None else (fitted or grow_from)["spec"])
     group = group or ProcessGroup()
     from zoo.datasets import spec_streaming
 
@@ -87,7 +96,7 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
     if fitted is None:  # (every process judges the first file alike, before any read of the whole files)
         check_leaks(spec, files)
     if stream:
-        return spec_streaming.build(spec, files, out_dir, verbose, fitted, origin, group)
+        return spec_streaming.build(spec, files, out_dir, verbose, fitted, origin, group, grow_from)
     files, numbers = shards(group, files, fitted)
 
     def read():
@@ -97,7 +106,7 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
         return data, accounts
 
     data, accounts = agreed(group, read)
-    maker = _Build(spec, data, accounts, out_dir, fitted, verbose, origin, group, numbers)
+    maker = _Build(spec, data, accounts, out_dir, fitted, verbose, origin, group, numbers, grow_from)
     maker.context_files = context_files
     if context_files:
         maker.drop_repeated_history()
@@ -394,7 +403,7 @@ def _bars_tokens(values):
 
 # ---------------------------------------------------------------------------------------- building
 class _Build:
-    def __init__(self, spec, data, accounts, out_dir, fitted, verbose, origin, group, file_numbers):
+    def __init__(self, spec, data, accounts, out_dir, fitted, verbose, origin, group, file_numbers, grow_from=None):
         self.spec, self.data, self.accounts, self.out_dir = spec, data, accounts, out_dir
         self.group, self.file_numbers = group, file_numbers  # the process group; each file's index in all files
         self.sharded = group.size > 1
@@ -402,6 +411,8 @@ class _Build:
         self.fitted, self.verbose = fitted, verbose
         self.kinds = {}  # repair kind -> (rank, rows per file index)
         self.states = {} if fitted is None else dict(fitted["fitted"])
+        self.base = {} if grow_from is None else continued(grow_from)  # the preset's states a fit continues
+        self.states.update({name: state for name, state in self.base.items() if state["kind"] == "numeric"})
         self.unknown, self._unknown_values, self._unknown_files = {}, {}, {}  # (OOV: totals, values, per file)
         self.labeled = True
         self.rngs, self.last_seen = {}, None  # sampled negatives: a stream per split; (streaming) attributes
@@ -648,7 +659,7 @@ class _Build:
             values, count = counts.field("values"), counts.field("counts")
             if self.sharded:  # every process's counts, summed per value
                 values, count = summed_counts(self.group.allgather((values.cast(pa.string()), count)))
-            state = vocabulary_state(options, values, count)
+            state = vocabulary_state(options, values, count, self.base.get(name))
         self.states[name] = state
         return state
 
@@ -816,7 +827,8 @@ class _Build:
         if spec.statistics is None:
             return out
         if self.fitted is None:
-            self.states["statistics"] = {"kind": "statistics", "prior": float(data["label"][train].mean())}
+            self.states["statistics"] = self.base.get("statistics") or {
+                "kind": "statistics", "prior": float(data["label"][train].mean())}
         prior = self.states["statistics"]["prior"]
         for key, group, names in spec.statistics_features():
             name = statistics_state(key)
@@ -831,9 +843,11 @@ class _Build:
                 seen, positives = self._key_counts(key, name)
             values = statistics.raw_values(seen, positives, prior, spec.statistics["prior_rows"])
             if self.fitted is None:
+                edges = ({"edges": self.base[name]["edges"]} if name in self.base
+                         else statistics.fit(values, train, spec.statistics["buckets"]))
                 self.states[name] = dict(self.states.get(name, {"kind": "statistics",
                                                                 "key": list(key) if isinstance(key, tuple) else key}),
-                                         **statistics.fit(values, train, spec.statistics["buckets"]))
+                                         **edges)
             scaled = statistics.transformed(values, self.states[name])
             for index, feature in enumerate(names):
                 out[f"{group}_{feature}"] = scaled[:, index]
@@ -857,17 +871,26 @@ class _Build:
             if len(values) > BUDGET["max_size"]:
                 raise ZooError(f"spec 'statistics.keys': '{key}' holds {len(values):,} distinct values, past the "
                                f"budget of {BUDGET['max_size']:,} (a table of counts per value)")
-            counts = np.bincount(codes, minlength=len(values))
+            counts = np.bincount(codes, minlength=len(values)).astype(np.float64)
             positives = np.bincount(codes, weights=data["label"].astype(np.float64), minlength=len(values))
+            rows, earlier = statistics.earlier_counts(codes, data["time"], data["label"])
+            base = self.base.get(name)
+            if base is not None:  # a continued fit: the preset's counts come before the new rows'
+                before = table_counts(base, text)
+                rows, earlier = rows + before[0], earlier + before[1]
+                known = {value: index for index, value in enumerate(base["values"])}
+                merged = list(base["values"]) + [value for value in values if value not in known]
+                known = {value: index for index, value in enumerate(merged)}
+                where = np.asarray([known[value] for value in values], np.int64)
+                totals = np.zeros((2, len(merged)))
+                totals[0, :len(base["values"])], totals[1, :len(base["values"])] = base["rows"], base["positives"]
+                np.add.at(totals[0], where, counts)
+                np.add.at(totals[1], where, positives)
+                values, (counts, positives) = merged, totals
             self.states[name] = {"kind": "statistics", "key": key, "values": values,
                                  "rows": [int(c) for c in counts], "positives": [int(p) for p in positives]}
-            return statistics.earlier_counts(codes, data["time"], data["label"])
-        state = self.states[name]
-        index = np.asarray(pc.index_in(text, pa.array(state["values"], pa.string())).fill_null(-1))
-        known = index >= 0
-        rows = np.where(known, np.asarray(state["rows"], np.float64)[np.where(known, index, 0)], 0.0)
-        positives = np.where(known, np.asarray(state["positives"], np.float64)[np.where(known, index, 0)], 0.0)
-        return rows, positives
+            return rows, earlier
+        return table_counts(self.states[name], text)
 
     def _list_history(self, encoded):
         """{hist key: [n, L] ids}: each list's newest L tokens, left-padded with 0 (newest last)."""
@@ -1140,17 +1163,42 @@ def hashed_state(options):
     return {"kind": "hashed", "buckets": options["hash_buckets"], "hash": "farmhash64"}
 
 
-def vocabulary_state(options, values, counts):
+def vocabulary_state(options, values, counts, base=None):
     """A vocabulary from the training rows' distinct values and their counts: values seen at least
-    min_count times, most frequent first (ties in text order), at most max_size; ids 1.. in that order."""
-    tokens = np.asarray(values.to_numpy(zero_copy_only=False), dtype=object)
+    min_count times, most frequent first (ties in text order), at most max_size; ids 1.. in that order.
+    With `base` (a preset's vocabulary that a fit continues), its tokens keep their ids 1..len(base) and the
+    new values follow in that order, up to max_size tokens in all (a full table takes no new value: the
+    values left out score through the OOV id, as any unseen value does)."""
+    tokens = np.asarray(values.to_numpy(zero_copy_only=False), dtype=object).astype(str)
     counts = np.asarray(counts, dtype=np.int64)
     keep = counts >= options["min_count"]
+    if base is not None:
+        keep &= ~np.isin(tokens, np.asarray(base["tokens"], dtype=str))
     tokens, counts = tokens[keep], counts[keep]
-    order = np.lexsort((tokens.astype(str), -counts)) if tokens.size else np.zeros(0, np.int64)
-    if options.get("max_size") is not None:
-        order = order[: options["max_size"]]
-    return {"kind": "vocabulary", "tokens": [str(t) for t in tokens[order]]}
+    order = np.lexsort((tokens, -counts)) if tokens.size else np.zeros(0, np.int64)
+    kept = [] if base is None else list(base["tokens"])
+    room = None if options.get("max_size") is None else max(options["max_size"] - len(kept), 0)
+    return {"kind": "vocabulary", "tokens": kept + [str(t) for t in tokens[order[:room]]]}
+
+
+def table_counts(state, text):
+    """(rows, positives) [n] float64 of each value of `text` (a pyarrow string array) in a statistics table
+    (its "values", "rows", "positives"); 0 for a value the table lacks."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    index = np.asarray(pc.index_in(text, pa.array(state["values"], pa.string())).fill_null(-1))
+    known = index >= 0
+    rows = np.where(known, np.asarray(state["rows"], np.float64)[np.where(known, index, 0)], 0.0)
+    positives = np.where(known, np.asarray(state["positives"], np.float64)[np.where(known, index, 0)], 0.0)
+    return rows, positives
+
+
+def continued(state):
+    """{column: fitted state} of a preset's fitted `state` (zoo.datasets.fitted) that a fit continues
+    (`build(grow_from=...)`): its vocabularies, numeric states and running statistics."""
+    return {name: table for name, table in state["fitted"].items()
+            if isinstance(table, dict) and table.get("kind") in ("vocabulary", "numeric", "statistics")}
 
 
 def transformed(options, values):

@@ -257,6 +257,61 @@ class ImpressionLogTest(TestCase):
         with self.assertRaisesRegex(ZooError, r"^history_from .* goes with a preset's fitted preprocessing$"):
             self.prepare(None, later, history_from=[self.path])
 
+    def test_a_fit_that_continues_a_preset_keeps_its_ids_and_appends_new_values(self):
+        """grow_from: the later log's fit keeps every token's id, appends the later training rows' new values
+        (most frequent first), keeps the price's scale and the statistics' prior and edges, and adds the
+        later rows' counts per item to the earlier fit's; the streaming build grows alike."""
+        from zoo.datasets import spec_engine
+
+        earlier = self.prepare().preprocessing()
+        later = write_impression_log(os.path.join(self.folder, "later.csv"), rows=120, users=12, items=30, seed=3,
+                                     start="2024-03-20T00:00:00Z", days=2, unseen_from=20)
+        grown = self.prepare(None, later, grow_from=earlier)
+        state, old = grown.preprocessing()["fitted"], earlier["fitted"]
+        rows = read_log(later)
+        times = np.array([seconds(r["ts"]) for r in rows])
+        train = times < np.sort(times)[int(120 * 0.8)]
+        counts = {}
+        for row in np.array(rows)[train]:
+            counts[row["item_id"]] = counts.get(row["item_id"], 0) + 1
+        new = sorted((v for v in counts if v not in old["item_id"]["tokens"]), key=lambda v: (-counts[v], v))
+        self.assertTrue(new)
+        self.assertEqual(state["item_id"]["tokens"], old["item_id"]["tokens"] + new)
+        self.assertEqual(state["user_id"]["tokens"][:len(old["user_id"]["tokens"])], old["user_id"]["tokens"])
+        self.assertEqual(state["price"], old["price"])
+        self.assertEqual(state["statistics"], old["statistics"])
+        self.assertEqual(state["statistics:item_id"]["edges"], old["statistics:item_id"]["edges"])
+        table = {v: (n, p) for v, n, p in zip(*(old["statistics:item_id"][k] for k in ("values", "rows", "positives")))}
+        for row in rows:
+            n, p = table.get(row["item_id"], (0, 0))
+            table[row["item_id"]] = (n + 1, p + int(row["clicked"]))
+        grown_table = state["statistics:item_id"]
+        self.assertEqual(grown_table["values"][:len(old["statistics:item_id"]["values"])],
+                         old["statistics:item_id"]["values"])
+        self.assertEqual({v: (n, p) for v, n, p in zip(grown_table["values"], grown_table["rows"],
+                                                       grown_table["positives"])}, table)
+        features, _, _ = everything(grown, "train")
+        self.assertEqual(grown.schema.feature("cand_item_id").vocabulary_size, len(old["item_id"]["tokens"] + new) + 2)
+        self.assertLessEqual(features["cand_item_id"].max(), len(old["item_id"]["tokens"] + new))
+        # the streaming build (no running statistics there) continues a fit alike
+        spec = impression_spec(sequence_length=4, statistics=False)
+        base = self.prepare(spec).preprocessing()
+        for stream in (False, True):
+            out = os.path.join(self.folder, f"stream-{stream}")
+            os.makedirs(out)
+            spec_engine.build(spec, [later], out, verbose=False, stream=stream, grow_from=base)
+            with open(os.path.join(out, "preprocessing.json")) as f:
+                fitted = json.load(f)["fitted"]
+            self.assertEqual(fitted["item_id"]["tokens"], base["fitted"]["item_id"]["tokens"] + new, stream)
+            self.assertEqual(fitted["price"], base["fitted"]["price"], stream)
+        capped = dict(base, spec=dict(base["spec"], columns=dict(base["spec"]["columns"], item_id=dict(
+            base["spec"]["columns"]["item_id"], max_size=len(base["fitted"]["item_id"]["tokens"]) + 1))))
+        out = os.path.join(self.folder, "capped")
+        os.makedirs(out)
+        spec_engine.build(None, [later], out, verbose=False, grow_from=capped)
+        with open(os.path.join(out, "preprocessing.json")) as f:
+            self.assertEqual(json.load(f)["fitted"]["item_id"]["tokens"], base["fitted"]["item_id"]["tokens"] + new[:1])
+
     def test_history_rows_count_once(self):
         """An earlier log that overlaps the rows scored (the log plus half of them, or every row twice) moved
         scores silently; the same file given twice ended in a RuntimeError from the row account. Repeated rows

@@ -48,14 +48,14 @@ MAX_PARTITIONS = 256  # partition files open at once while writing (larger parti
 BLOCK_BYTES = 2**20  # CSV/JSON blocks: pyarrow's reader parses ~30 ahead (16 MiB blocks held 530 MiB)
 
 
-def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "spec", {}), group=None):
+def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "spec", {}), group=None, grow_from=None):
     """`spec_engine.build`'s data set, built streaming (see the module); returns its info. Under a process
     `group`, this process reads its shards and the fit's statistics are exchanged (bounded by the distinct
     values, as the in-memory build's)."""
     group = group or ProcessGroup()
     files, numbers = engine.shards(group, files, fitted)
     accounts = {path: Repairs(path) for path in files}
-    maker = engine._Build(spec, None, accounts, out_dir, fitted, verbose, origin, group, numbers)
+    maker = engine._Build(spec, None, accounts, out_dir, fitted, verbose, origin, group, numbers, grow_from)
     if maker._by_user():
         return _build_by_user(spec, files, maker, accounts)
     splits = _Splits(spec, files, fitted is not None, group)
@@ -77,7 +77,7 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
 
         rows, positives = np.split(group.sum(engine.agreed(group, fit_read)), [3])
         engine.check_training_rows(spec, files, int(rows[0]), int(positives[0]))
-        maker.states = statistics.states(group)
+        maker.states = statistics.states(group, maker.base)
         _progress(maker, f"fitted on {rows[0]:,} training rows of {rows.sum():,}")
     reads = int(splits.counting) + (fitted is None) + 1
 
@@ -171,7 +171,7 @@ def _build_by_user(spec, files, maker, accounts):
                 statistics.add(maker.data, codes == 0)
             rows, positives = np.split(group.sum(rows), [3])
             engine.check_training_rows(spec, files, int(rows[0]), int(positives[0]))
-            maker.states = statistics.states(group)
+            maker.states = statistics.states(group, maker.base)
             _progress(maker, f"fitted on {rows[0]:,} training rows of {rows.sum():,}")
             if spec.label.get("events") and spec.label.get("negatives"):
                 maker.last_seen = _last_seen(maker, sorted_partitions())
@@ -597,25 +597,27 @@ class _Statistics:
                                   pa.string())
             self.counts.setdefault(name, _Counts()).add(values)
 
-    def states(self, group=None):
-        """The fitted states (over every process of `group`: each column's statistics exchanged in turn)."""
-        group = group or ProcessGroup()
+    def states(self, group=None, base=None):
+        """The fitted states (over every process of `group`: each column's statistics exchanged in turn),
+        continuing `base`'s (a preset's: engine.build's grow_from) where given."""
+        group, base = group or ProcessGroup(), base or {}
         columns, states = self.spec.columns, {}
         for name, options in columns.items():
             if options["type"] == "list":
                 continue
             if options["type"] == "numeric" and not options.get("bars"):
-                states[name] = self.moments.get(name, _Moments(bool(options["buckets"]))).state(options, group)
+                states[name] = base.get(name) or self.moments.get(name, _Moments(bool(options["buckets"]))).state(
+                    options, group)
             else:
-                states[name] = self._categorical(name, options, group)
+                states[name] = self._categorical(name, options, group, base.get(name))
         for name, options in columns.items():
             if options["type"] == "list":
                 shared = engine.shared_column(columns, options)
                 states[name] = ({"kind": "shared", "column": shared} if shared
-                                else self._categorical(name, options, group))
+                                else self._categorical(name, options, group, base.get(name)))
         return states
 
-    def _categorical(self, name, options, group):
+    def _categorical(self, name, options, group, base=None):
         if options.get("hash_buckets"):
             return engine.hashed_state(options)
-        return engine.vocabulary_state(options, *self.counts.get(name, _Counts()).result(group))
+        return engine.vocabulary_state(options, *self.counts.get(name, _Counts()).result(group), base)
