@@ -28,6 +28,7 @@ class DataSource:
         limit: whether `rows` limits a data set's rows (the simulator always simulates `rows`).
         seed: the simulator's seed and the data's shuffle seed.
         process_group: a multi-worker run's process group (each process reads its own share), or None.
+        grow_from: with `spec`, a preset folder whose fit the log's continues (zoo.recipes.warm_start).
 
     `info` holds the account of the last split loaded (rows per split, repairs).
     """
@@ -41,6 +42,7 @@ class DataSource:
     limit: bool = False
     seed: int = 0
     process_group: object = None
+    grow_from: str = None
     info: dict = dataclasses.field(default=None, repr=False)
 
     @property
@@ -49,6 +51,8 @@ class DataSource:
 
     def describe(self):
         """A few words for a banner: what is read from where."""
+        if self.grow_from is not None:
+            return f"{self.data} under the spec of {self.grow_from}, its fit continued"
         if self.spec is not None:
             return f"spec {self.spec} on {self.data}"
         return "simulated" if self.simulated else f"{self.data} {self.path}"
@@ -110,7 +114,7 @@ class DataSource:
         dataset, schema, info = datasets.load(
             self.spec, path, split=split, batch_size=batch_size, seed=self.seed,
             shuffle=False if limit is not None else None, verbose=True, with_info=True,
-            process_group=self.process_group, **load_options,
+            process_group=self.process_group, grow_from=self.grow_from, **load_options,
         )
         return self._limited(dataset, schema, info, split, limit, batch_size, load_options.get("mode"))
 
@@ -141,7 +145,8 @@ class DataSource:
             return {"data": "simulator", "rows": self.rows, "seed": self.seed}, None
         group = self.process_group  # several processes: the chief's share (cached, no exchange)
         if self.spec is not None:
-            processed = datasets.prepare(self.spec, self.data, verbose=False, process_group=group)
+            processed = datasets.prepare(self.spec, self.data, verbose=False, process_group=group,
+                                         grow_from=self.grow_from)
             record = {"data": "spec", "files": processed.info["files"], "rows": processed.rows,
                       "accounting": processed.info["accounting"], "spec": processed.info["spec"]}
             if "process" in processed.info:

@@ -121,7 +121,9 @@ def _banner(model_name, model, recipe, recipe_name, source, tables=None):
 
     changed = [f"{k}={config[k]!r}" for k in model.hyperparameter_names()
                if k in defaults and k in config and not same(config[k], defaults[k])]
-    lines = [f"fit: {model_name} (a fresh model: class defaults{', except ' + ', '.join(changed) if changed else ''}); "
+    start = (f"the weights and hyperparameters of {source.grow_from}" if source.grow_from is not None else
+             f"a fresh model: class defaults{', except ' + ', '.join(changed) if changed else ''}")
+    lines = [f"fit: {model_name} ({start}); "
              f"{model.count_params():,} parameters; backend {keras.backend.backend()}",
              f"     recipe {recipe_name}: {recipe.epochs} epoch(s), batch {recipe.batch_size}, "
              f"learning rate {recipe.learning_rate:g}, seed {recipe.seeds[0]}"
@@ -233,7 +235,7 @@ def _calibrated(model, data, method, log):
 
 def train(model, source=None, out="runs/fit", *, recipe="suan", epochs=None, batch_size=None, learning_rate=None,
           table_update=None, clipnorm=None, hyperparameters=None, calibrate=None, resume=False,
-          distribution_options=None, log=print):
+          distribution_options=None, warm_start=None, log=print):
     """Trains a fresh registered `model` (a name) on `source` (a DataSource; default: the simulator) and
     writes its preset, reports and figures to `out` (see the module docstring). Returns {"preset": path,
     "model", "metrics": {...}, "kept_epoch", "baselines", "calibration", "history"} (None in a multi-worker
@@ -248,7 +250,12 @@ def train(model, source=None, out="runs/fit", *, recipe="suan", epochs=None, bat
     its LogLoss; `distribution_options` are `distribution`'s (strategy, devices, model_axis, shard_dense,
     batch_scaling) for several devices or processes. `log` receives each line of the account (the banner,
     the kept epoch, the baselines, the metrics); `log=None` is silent. A spec run whose validation AUC is
-    SUSPICIOUS_AUC or more stops with a ZooError naming the likely leak (`suspicious`), writing no preset."""
+    SUSPICIOUS_AUC or more stops with a ZooError naming the likely leak (`suspicious`), writing no preset.
+
+    `warm_start` (a preset folder of `model` fitted on a data spec; `fit --from`): the source's log is read
+    under the preset's spec, its fit continues the preset's and the model starts from the preset's weights
+    and hyperparameters (`hyperparameters` may still override them), its lineage recorded
+    (zoo.recipes.warm_start)."""
     import keras
 
     import zoo
@@ -265,6 +272,16 @@ def train(model, source=None, out="runs/fit", *, recipe="suan", epochs=None, bat
     if os.path.exists(out) and not os.path.isdir(out):
         raise ZooError(f"--out {out}: a file, not a folder")
     backup = _backup(out, resume) if run is None or run.num_processes == 1 else None
+    parent = None
+    if warm_start is not None:
+        from zoo.recipes import warm_start as carry
+
+        if run is not None:
+            raise ZooError("--from trains on one device: leave out --strategy and --devices")
+        if source.spec is not None:
+            raise ZooError(f"--from {warm_start}: the new log is read under the preset's own spec; leave --spec out")
+        parent, parent_state = carry.parent_preset(warm_start, model_name)
+        source = dataclasses.replace(source, spec=parent_state["spec"], grow_from=os.fspath(warm_start))
     keras.utils.set_random_seed(source.seed)  # before anything random: the data and the model's weights
     recipe_name = recipe if isinstance(recipe, str) else "custom"
     recipe = training_recipe(recipe, spec=source.spec is not None, epochs=epochs, batch_size=batch_size,
@@ -277,8 +294,18 @@ def train(model, source=None, out="runs/fit", *, recipe="suan", epochs=None, bat
     scoring = scoring_batch(recipe.batch_size, schema.sequence_length)
     plain_val, _ = source.load("validation", held_out, batch_size=scoring)
     overrides = {**model_overrides(recipe, zoo.registry.entry(model_name).cls), **dict(hyperparameters or {})}
+    if parent is not None:
+        overrides = {**carry.hyperparameters(parent), **dict(hyperparameters or {})}
     with run.scope() if run is not None else contextlib.nullcontext():  # variables placed as they are made
         model = zoo.get(model_name, schema=schema.with_candidates(1), **overrides)
+    lineage = None
+    if parent is not None:
+        state = source.record()[1]
+        carry.carry_weights(parent, model, parent_state, state)
+        lineage = carry.lineage(warm_start, parent_state, state, source.info["rows"])
+        grown = ", ".join(f"{name} {v['before']:,} -> {v['after']:,}" for name, v in lineage["vocabularies"].items()
+                          if v["after"] != v["before"]) or "none grew"
+        log(f"vocabularies grown by the new log's values: {grown}")
     from zoo.recipes.fit import table_choice
 
     update, why = table_choice(model, recipe, distributed=run is not None)  # (stated in the banner and the preset)
@@ -335,6 +362,7 @@ def train(model, source=None, out="runs/fit", *, recipe="suan", epochs=None, bat
             preset,
             metadata={"training_data": record, "recipe": recipe_name, "seed": source.seed, "metrics": metrics,
                       "training": training_record, **({"baselines": baselines} if baselines else {}),
+                      **({"lineage": lineage} if lineage else {}),
                       **({"calibration": {**calibration, "split": "validation"}} if calibration else {})},
             preprocessing=preprocessing,
         )

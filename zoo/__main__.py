@@ -156,7 +156,7 @@ def _fit(args):
           learning_rate=args.learning_rate, table_update=args.table_update, clipnorm=args.clipnorm,
           hyperparameters=dict(args.set or []),
           calibrate=args.calibrate,
-          resume=args.resume,
+          resume=args.resume, warm_start=args.from_preset,
           distribution_options={"strategy": args.strategy, "devices": args.devices, "model_axis": args.model_axis,
                                 "shard_dense": args.shard_dense, "batch_scaling": args.batch_scaling})
 
@@ -498,6 +498,9 @@ def _parser():
     fit.add_argument("--out", default="runs/fit",
                      help="output folder: preset, reports, figures, backup (default runs/fit)")
     fit.add_argument("--resume", action="store_true", help="continue the interrupted run in <out>/backup")
+    fit.add_argument("--from", dest="from_preset", metavar="PRESET",
+                     help="start from this preset (trained on a data spec): --data is read under its spec, its "
+                          "vocabularies grow by the new values, its weights carry over (zoo.recipes.warm_start)")
     fit.add_argument("--strategy", choices=["data", "model", "multi-worker"],
                      help="train on several devices: data (replicas), model (JAX: embedding tables split by rows), "
                           "multi-worker (JAX: one process per host, KERAS_DISTRIBUTION_* set by the launcher)")
@@ -701,6 +704,14 @@ def _precheck(args):
     for value in [getattr(args, "later", None)] + list(getattr(args, "history_from", None) or []):
         if value and not os.path.exists(value) and not any(c in value for c in "*?["):
             raise ZooError(f"{value}: no such file or folder")
+    parent = getattr(args, "from_preset", None)
+    if parent is not None:
+        if not os.path.isdir(parent):
+            raise ZooError(f"--from {parent}: no such preset folder")
+        if args.spec:
+            raise ZooError(f"--from {parent}: the new log is read under the preset's own spec; leave --spec out")
+        if args.data == "simulator":
+            raise ZooError(f"--from {parent}: name the new log with --data")
     preset = getattr(args, "preset", None)
     if preset is not None and preset not in models + presets:
         if os.sep in preset or preset.startswith("."):
@@ -748,7 +759,7 @@ def _precheck_outputs(args):
     if args.command in ("score", "request", "spec"):
         check_apart(out, inputs + [preset])
     elif args.command in ("fit", "compare", "reproduce"):
-        check_apart(out, inputs, folder=True)
+        check_apart(out, inputs + [getattr(args, "from_preset", None)], folder=True)
     elif args.command == "calibrate":
         own = preset is not None and os.path.isdir(out) and os.path.samefile(out, preset)
         check_apart(out, inputs + ([preset] if not own else []), folder=True)
