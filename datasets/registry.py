@@ -30,14 +30,6 @@ def resolve(name, path, protocol=None, options=None, preprocessing=None):
     well must agree with them."""
     reader = reader_module(name)
     fitted = None
-    if grow_from is not None:  # a fit that continues a preset's: its spec
-        grow_from = read_preprocessing(grow_from)
-        if "spec" not in grow_from:
-            raise ZooError(f"grow_from: the preprocessing was fitted by the {grow_from['dataset']} reader, not from a "
-                           "data spec; only a spec's fit can be continued")
-        if preprocessing is not None:
-            raise ZooError("grow_from (a fit that continues a preset's) goes without preprocessing (scoring mode)")
-        spec = grow_from["spec"]
     if preprocessing is not None:
         fitted = read_preprocessing(preprocessing)
         if fitted["dataset"] != name:

@@ -145,7 +145,7 @@ class SearchTest(TestCase):
     def test_search_prints_its_trials_resumes_after_an_interruption_and_saves_the_best(self):
         directory = self.get_temp_dir()
         options = dict(schema=self.simulator.schema, search=["B"], max_trials=2, directory=directory,
-                       jit_compile=False, **self.fixed)
+                       **self.fixed)
         Interrupt.batches = 0
         shown = io.StringIO()
         with self.assertRaises(KeyboardInterrupt), contextlib.redirect_stdout(shown):
@@ -190,7 +190,7 @@ class SearchTest(TestCase):
         directory = self.get_temp_dir()
         search, printed = quietly(
             tune, "lightsuan", self.train, self.val, schema=self.simulator.schema, search=["r", "lambda"],
-            max_trials=1, directory=directory, teacher=SMALL["suan"], jit_compile=False,
+            max_trials=1, directory=directory, teacher=SMALL["suan"],
             **{k: v for k, v in SMALL["lightsuan"].items() if k != "dilation"},
         )
         self.assertRegex(printed, r"^trial 1/1  r=\d  lambda=[\d.]+  val_auc \d\.\d{4}  \d+\.\d s\n")

@@ -49,7 +49,6 @@ class ExactValidationAUCTest(TestCase):
         model = zoo.get("din", schema=simulator.schema, **SMALL["din"])
         train = simulator.dataset(num_rows=256, batch_size=32, seed=1)
         val = simulator.dataset(num_rows=128, batch_size=64, seed=2, shuffle=False)
-        history = zoo.recipes.fit(model, train, val, recipe="suan", epochs=4, early_stopping_patience=1, verbose=0,
-                                  jit_compile=False)
+        history = zoo.recipes.fit(model, train, val, recipe="suan", epochs=4, early_stopping_patience=1, verbose=0)
         labels, scores, _ = predict_rows(model, val)
         self.assertAlmostEqual(auc(labels, scores), max(history.history["val_auc"]), places=6)
