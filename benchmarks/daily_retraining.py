@@ -38,7 +38,7 @@ def write_days(folder):
     order (days with few rows dropped); the times written are UTC's."""
     folder.mkdir(parents=True, exist_ok=True)
     with open(USER_BEHAVIOR) as f:
-        rows = [line.strip().split(",") for line in f if line.strip()]
+        rows = [line.strip().split(",") for line in f if line.count(",") == 4]  # (the sample's last line is cut)
     by_day = {}
     for user, item, category, kind, seconds in rows:
         moment = datetime.datetime.fromtimestamp(int(seconds), datetime.timezone.utc)
