@@ -10,7 +10,9 @@ models score day d + 1 (its rows' histories and statistics from every earlier da
 --history-from`):
 
 - frozen: the model fitted on day 1, never trained again;
-- from yesterday: `fit --from` the previous day's preset on day d alone (its vocabularies grown);
+- from yesterday: `fit --from` the previous day's preset on day d (its vocabularies grown), days 1..d-1
+  read for the histories and running statistics of day d's rows (`--history-from`);
+- the same without `--history-from` (day d's histories from day d alone);
 - full retrain: a fresh fit on days 1..d.
 
 Each row of the table: the AUC of each on day d + 1, the share of day d + 1's rows whose item is unknown to
@@ -123,18 +125,22 @@ def main(argv=None):
         return cell(f"auc {preset} {day.name}", run)
 
     fit("day1", "--data", days[0], "--spec", spec)
-    lines = ["| trained through | scored | frozen (day 1) | from yesterday | full retrain | unknown items: frozen / "
-             "from yesterday / full | fit s: from yesterday / full |", "|---|---|---|---|---|---|---|"]
-    previous = work / "day1" / "preset"
+    lines = ["| trained through | scored | frozen (day 1) | from yesterday | the same, no --history-from | full retrain | "
+             "unknown items: frozen / from yesterday / full | fit s: from yesterday / full |",
+             "|---|---|---|---|---|---|---|---|"]
+    previous = {"from": work / "day1" / "preset", "alone": work / "day1" / "preset"}
     for d in range(2, args.days + 1):
         scored, earlier = days[d], days[:d]
-        step = fit(f"from-{d}", "--from", previous, "--data", days[d - 1])
+        history = concatenated(days[:d - 1], work / f"history-{d - 1}.csv")
+        step = fit(f"from-history-{d}", "--from", previous["from"], "--data", days[d - 1], "--history-from", history)
+        fit(f"from-{d}", "--from", previous["alone"], "--data", days[d - 1])
         full = fit(f"full-{d}", "--data", concatenated(earlier, work / f"through-{d}.csv"), "--spec", spec)
-        previous = work / f"from-{d}" / "preset"
+        previous = {"from": work / f"from-history-{d}" / "preset", "alone": work / f"from-{d}" / "preset"}
         results = {name: auc(work / folder / "preset", scored, earlier)
-                   for name, folder in (("frozen", "day1"), ("from", f"from-{d}"), ("full", f"full-{d}"))}
+                   for name, folder in (("frozen", "day1"), ("from", f"from-history-{d}"), ("alone", f"from-{d}"),
+                                        ("full", f"full-{d}"))}
         lines.append(f"| {days[d - 1].stem} | {scored.stem} | {results['frozen']['auc']:.4f} | "
-                     f"{results['from']['auc']:.4f} | {results['full']['auc']:.4f} | "
+                     f"{results['from']['auc']:.4f} | {results['alone']['auc']:.4f} | {results['full']['auc']:.4f} | "
                      f"{results['frozen']['unknown_items']:.1%} / {results['from']['unknown_items']:.1%} / "
                      f"{results['full']['unknown_items']:.1%} | {step['seconds']:.0f} / {full['seconds']:.0f} |")
         print(lines[-1], flush=True)

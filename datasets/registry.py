@@ -108,7 +108,7 @@ def _prepare_spec(spec, path, cache_dir, verbose, preprocessing, protocol, optio
     identity = {"spec": spec.to_dict()}
     context = [f for earlier in (history_from or []) for f in spec_reading.source_files(earlier, spec.source["format"])]
     if context:
-        if fitted is None:
+        if fitted is None and grow_from is None:
             raise ZooError("history_from (earlier logs for histories) goes with a preset's fitted preprocessing")
         _check_distinct(context, files)
         identity["history_from"] = len(context)
@@ -178,7 +178,7 @@ def prepare(name, path, *, protocol=None, cache_dir=None, verbose="auto", prepro
 
 def load(name, path, *, protocol=None, split=None, batch_size=256, shuffle=None, seed=0, mode=None,
          num_candidates=None, with_weights=False, drop_remainder=False, repeat=False, cache_dir=None, verbose="auto",
-         with_info=False, preprocessing=None, process_group=None, grow_from=None, **options):
+         with_info=False, preprocessing=None, process_group=None, grow_from=None, history_from=None, **options):
     """A data set's split as a tf.data pipeline in the input contract: (dataset, schema[, info]).
 
     Args:
@@ -206,7 +206,7 @@ def load(name, path, *, protocol=None, split=None, batch_size=256, shuffle=None,
             between the processes); a named data set's single file is read whole by each, which then
             batches every size-th row from its rank.
         grow_from: with a data spec, a preset's fitted preprocessing (or its folder) that the fit continues
-            (`prepare`).
+            (`prepare`); `history_from` then names earlier logs read for histories and statistics only.
         **options: the protocol's options (see the reader module's OPTIONS).
     """
     if split is None:
@@ -218,7 +218,8 @@ def load(name, path, *, protocol=None, split=None, batch_size=256, shuffle=None,
         )
     processed = prepare(
         name, path, protocol=protocol, cache_dir=cache_dir, verbose=verbose, preprocessing=preprocessing,
-        process_group=process_group, grow_from=grow_from, **options
+        process_group=process_group, grow_from=grow_from, **({"history_from": history_from} if history_from else {}),
+        **options
     )
     sharded = process_group is not None and process_group.size > 1
     rows_of = (process_group.rank, process_group.size) if sharded and not processed.info.get("process") else None

@@ -67,9 +67,11 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
     training rows (the same preprocessing.json on each). Every process's samples together are the
     single-process build's, but for sampled negatives (each process draws its own stream).
 
-    `context_files` (scoring mode): the first that many of `files` are earlier logs read for histories and
-    running statistics only (`--history-from`): their rows make no sample (counted), so each scored row's
-    features are those of the concatenated log, restricted to the scored rows.
+    `context_files` (scoring mode, or a fit continued from `grow_from`): the first that many of `files` are
+    earlier logs read for histories and running statistics only (`--history-from`): their rows make no
+    sample (counted), so each row's features are those of the concatenated log, restricted to the rows of
+    the other files. A continued fit splits those rows alone (by time or date) and fits on them alone; the
+    counts per key of its statistics add the new rows to the preset's (whose fit counted the earlier logs).
 
     `grow_from` (a preset's fitted state, fitting mode: training from a preset, zoo.recipes.warm_start): the
     fit continues that state instead of starting afresh (`continued`): each vocabulary keeps its tokens and
@@ -90,9 +92,13 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
                        f"exceed ZOO_STREAM_BYTES ({stream_bytes():,} bytes) or run under a process group: raise "
                        "ZOO_STREAM_BYTES or leave 'statistics' out" if stream else
                        "spec 'statistics': running statistics are built in memory by one process, not a process group")
-    if context_files and (fitted is None or stream):
-        raise ZooError("history-only files (--history-from) go with a fitted preprocessing, built in memory"
-                       + ("" if fitted is None else f" (these files exceed ZOO_STREAM_BYTES, {stream_bytes():,} bytes)"))
+    if context_files and ((fitted is None and grow_from is None) or stream or group.size > 1):
+        raise ZooError("history-only files (--history-from) go with a fitted preprocessing or a continued fit, built in "
+                       "memory by one process" + (f" (these files exceed ZOO_STREAM_BYTES, {stream_bytes():,} bytes)"
+                                                 if stream and (fitted or grow_from) else ""))
+    if context_files and grow_from is not None and spec.split["by"] not in ("time", "date"):
+        raise ZooError(f"history-only files (--history-from) in a continued fit go with a split by time or date, not "
+                       f"by {spec.split['by']}")
     if fitted is None:  # (every process judges the first file alike, before any read of the whole files)
         check_leaks(spec, files)
     if stream:
@@ -576,22 +582,23 @@ class _Build:
         split, n = self.spec.split, self.rows
         if self.fitted is not None:
             return np.zeros(n, np.int8)
+        earlier = self.data["file"] < self.context_files  # (a continued fit's history-only rows: code 3)
         if split["by"] == "date":
             import datetime
 
             cut = [int(datetime.datetime.strptime(split[k], "%Y-%m-%d").replace(tzinfo=datetime.timezone.utc)
                        .timestamp()) for k in ("validation", "test")]
-            return preprocess.split_by_time(self.data["time"], cut)
+            return np.where(earlier, 3, preprocess.split_by_time(self.data["time"], cut)).astype(np.int8)
         fractions, group = split["fractions"], self.group
         if split["by"] == "user":  # each user's rows are all here
             return preprocess.per_user_split(self.user_code, fractions)
         if split["by"] == "held_out_users":  # (a user's draw is its own: the same in any process or chunk)
             return preprocess.held_out_users_split(self.data["text"][self.spec.user], fractions, split["seed"])
-        n = int(group.sum(self.rows))
+        n = int(group.sum(self.rows - earlier.sum()))
         if split["by"] == "time":
-            ordered = np.sort(self.data["time"])
+            ordered = np.sort(self.data["time"][~earlier])
             cut = time_cut(n, fractions, lambda positions: group.order_statistics(ordered, positions))
-            return preprocess.split_by_time(self.data["time"], cut)
+            return np.where(earlier, 3, preprocess.split_by_time(self.data["time"], cut)).astype(np.int8)
         index = self._global_index()
         if split["by"] == "random":  # the single process's draws for all n rows, then this process's
             return np.random.default_rng(split["seed"]).choice(3, size=n, p=fractions).astype(np.int8)[index]
@@ -871,9 +878,12 @@ class _Build:
             if len(values) > BUDGET["max_size"]:
                 raise ZooError(f"spec 'statistics.keys': '{key}' holds {len(values):,} distinct values, past the "
                                f"budget of {BUDGET['max_size']:,} (a table of counts per value)")
-            counts = np.bincount(codes, minlength=len(values)).astype(np.float64)
-            positives = np.bincount(codes, weights=data["label"].astype(np.float64), minlength=len(values))
-            rows, earlier = statistics.earlier_counts(codes, data["time"], data["label"])
+            new = data["file"] >= self.context_files  # (a continued fit's earlier logs: counted in its preset's)
+            label = np.where(new, data["label"], 0).astype(np.float64)
+            counts = np.bincount(codes, weights=new.astype(np.float64), minlength=len(values))
+            positives = np.bincount(codes, weights=label, minlength=len(values))
+            rows, earlier = np.zeros(codes.size), np.zeros(codes.size)
+            rows[new], earlier[new] = statistics.earlier_counts(codes[new], data["time"][new], data["label"][new])
             base = self.base.get(name)
             if base is not None:  # a continued fit: the preset's counts come before the new rows'
                 before = table_counts(base, text)
@@ -886,6 +896,8 @@ class _Build:
                 totals[0, :len(base["values"])], totals[1, :len(base["values"])] = base["rows"], base["positives"]
                 np.add.at(totals[0], where, counts)
                 np.add.at(totals[1], where, positives)
+                kept = totals[0] > 0  # (a value of the earlier logs only: in the preset's table or not counted)
+                merged, totals = [v for v, k in zip(merged, kept) if k], totals[:, kept]
                 values, (counts, positives) = merged, totals
             self.states[name] = {"kind": "statistics", "key": key, "values": values,
                                  "rows": [int(c) for c in counts], "positives": [int(p) for p in positives]}

@@ -293,6 +293,21 @@ class ImpressionLogTest(TestCase):
         features, _, _ = everything(grown, "train")
         self.assertEqual(grown.schema.feature("cand_item_id").vocabulary_size, len(old["item_id"]["tokens"] + new) + 2)
         self.assertLessEqual(features["cand_item_id"].max(), len(old["item_id"]["tokens"] + new))
+        # with the earlier log as history only: the later rows alone are split and trained on, their histories
+        # reach into the earlier log, and an item's earlier rows are the preset's count plus the later rows'
+        with_history = self.prepare(None, later, grow_from=earlier, history_from=[self.path])
+        self.assertEqual(with_history.rows, grown.rows)
+        self.assertEqual(with_history.preprocessing()["fitted"]["item_id"], state["item_id"])
+        features, _, lines = everything(with_history, "train")
+        alone, _, alone_lines = everything(grown, "train")
+        self.assertEqual(list(lines), list(alone_lines))
+        self.assertGreater((features["hist_item_id"] > 0).sum(), (alone["hist_item_id"] > 0).sum())
+        # (the earlier log's rows are in the preset's counts already: not counted twice)
+        self.assertEqual(with_history.preprocessing()["fitted"]["statistics:item_id"], grown_table)
+        item_rate = [key for key in features if key.endswith("item_id_rate")]
+        self.assertTrue(item_rate, list(features))
+        for key in item_rate:
+            np.testing.assert_array_equal(features[key], alone[key])
         # the streaming build (no running statistics there) continues a fit alike
         spec = impression_spec(sequence_length=4, statistics=False)
         base = self.prepare(spec).preprocessing()

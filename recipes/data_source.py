@@ -29,6 +29,8 @@ class DataSource:
         seed: the simulator's seed and the data's shuffle seed.
         process_group: a multi-worker run's process group (each process reads its own share), or None.
         grow_from: with `spec`, a preset folder whose fit the log's continues (zoo.recipes.warm_start).
+        history_from: with `grow_from`, earlier logs (files, globs or folders) read for the histories and
+            the running statistics of the log's rows only (the preset's own log, typically).
 
     `info` holds the account of the last split loaded (rows per split, repairs).
     """
@@ -43,6 +45,7 @@ class DataSource:
     seed: int = 0
     process_group: object = None
     grow_from: str = None
+    history_from: tuple = None
     info: dict = dataclasses.field(default=None, repr=False)
 
     @property
@@ -114,9 +117,19 @@ class DataSource:
         dataset, schema, info = datasets.load(
             self.spec, path, split=split, batch_size=batch_size, seed=self.seed,
             shuffle=False if limit is not None else None, verbose=True, with_info=True,
-            process_group=self.process_group, grow_from=self.grow_from, **load_options,
+            process_group=self.process_group, grow_from=self.grow_from, history_from=self._earlier(), **load_options,
         )
         return self._limited(dataset, schema, info, split, limit, batch_size, load_options.get("mode"))
+
+    def _earlier(self):
+        """The earlier logs (a list), None without; refused without `grow_from`."""
+        if not self.history_from:
+            return None
+        if self.grow_from is None:
+            raise ZooError("--history-from in fit goes with --from (a fit that continues a preset's)")
+        from zoo.datasets.preprocessor import earlier_logs
+
+        return list(earlier_logs(self.history_from))
 
     def _limited(self, dataset, schema, info, split, limit, batch_size, mode):
         """(dataset, schema) of a loaded split, limited to its first `limit` rows when given (the training
@@ -146,7 +159,7 @@ class DataSource:
         group = self.process_group  # several processes: the chief's share (cached, no exchange)
         if self.spec is not None:
             processed = datasets.prepare(self.spec, self.data, verbose=False, process_group=group,
-                                         grow_from=self.grow_from)
+                                         grow_from=self.grow_from, history_from=self._earlier())
             record = {"data": "spec", "files": processed.info["files"], "rows": processed.rows,
                       "accounting": processed.info["accounting"], "spec": processed.info["spec"]}
             if "process" in processed.info:

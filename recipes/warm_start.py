@@ -1,6 +1,7 @@
 """Training from a preset: tomorrow's model starts from today's.
 
-    python -m zoo fit din --from runs/monday/preset --data logs/tuesday.csv --out runs/tuesday
+    python -m zoo fit din --from runs/monday/preset --data logs/tuesday.csv --history-from logs/monday.csv \
+        --out runs/tuesday
     zoo.recipes.train("din", zoo.recipes.DataSource("logs/tuesday.csv"), "runs/tuesday", warm_start="runs/monday/preset")
 
 The new log is read under the preset's own data spec, and its fit continues the preset's
@@ -15,10 +16,14 @@ new last id, and gives the appended ids the model's own initialiser; every other
 TensorFlow Estimator's warm start with vocabulary remapping (`tf.estimator.VocabInfo`), and how
 collisionless tables grow in Monolith and TF Recommenders-Addons: ids that arrive get rows, trained rows stay.
 
+Histories and the user's running statistics come from the new log's own rows unless `--history-from`
+(DataSource's `history_from`) names the earlier logs, the preset's own typically: their rows are then read
+for the new rows' histories and statistics only (not trained on, not split, not counted again in the
+statistics' tables, which the preset's fit counted already).
+
 What it does not carry (a fresh start there, stated here): the optimizer's state (its moments start at zero:
-the first steps move the weights as a new run's do); histories and the user's running statistics, which
-are read from the new log's own rows (a user's earlier rows in the preset's log are not read again); and no
-id is evicted: a table grows until its column's max_size.
+the first steps move the weights as a new run's do); and no id is evicted: a table grows until its
+column's max_size.
 
 The new preset records its lineage in metadata.json: the parent preset (path and weights' sha256), the
 rows of the new log, and each vocabulary's size before and after.

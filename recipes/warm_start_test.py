@@ -80,8 +80,8 @@ class TrainFromPresetTest(TestCase):
                                  "--out", os.path.join(folder, "monday"), *small)
         self.assertEqual(status, 0, err)
         parent = os.path.join(folder, "monday", "preset")
-        status, out, err = run_cli("fit", "din", "--from", parent, "--data", later, "--epochs", "1",
-                                   "--out", os.path.join(folder, "tuesday"))
+        status, out, err = run_cli("fit", "din", "--from", parent, "--data", later, "--history-from", first,
+                                   "--epochs", "1", "--out", os.path.join(folder, "tuesday"))
         self.assertEqual(status, 0, err)
         self.assertIn(f"fit: din (the weights and hyperparameters of {parent})", out)
         child = os.path.join(folder, "tuesday", "preset")
@@ -99,7 +99,8 @@ class TrainFromPresetTest(TestCase):
             self.assertEqual(lineage["parent_weights_sha256"], json.load(f)["weights_sha256"])
         self.assertEqual(lineage["parent"], os.path.abspath(parent))
         self.assertEqual(lineage["vocabularies"]["item_id"], {"before": len(before), "after": len(after)})
-        self.assertEqual(sum(lineage["rows"].values()), 200)
+        self.assertEqual(sum(lineage["rows"].values()), 200)  # the new log's rows (the earlier log: history only)
+        self.assertIn("read 300 row(s) for histories and statistics only", out + err)
         model = zoo.load(child)
         self.assertEqual(model.get_config()["mlp_units"], list(SMALL["din"]["mlp_units"]))  # the parent's
         self.assertEqual(model.schema.feature("cand_item_id").vocabulary_size, len(after) + 2)
@@ -112,6 +113,8 @@ class TrainFromPresetTest(TestCase):
                  f"--from {parent}: the new log is read under the preset's own spec; leave --spec out"),
                 (("fit", "din", "--from", os.path.join(folder, "nothing"), "--data", later),
                  f"--from {os.path.join(folder, 'nothing')}: no such preset folder"),
+                (("fit", "din", "--data", later, "--spec", spec, "--history-from", first),
+                 "--history-from in fit goes with --from (a fit that continues a preset's)"),
                 (("fit", "deepfm", "--from", parent, "--data", later, "--out", os.path.join(folder, "x")),
                  f"--from {parent}: the preset is a din model, not deepfm: fit din --from {parent}")):
             status, _, err = run_cli(*argv)

@@ -131,7 +131,8 @@ def _source(args):
 
     return DataSource(args.data, path=args.path, protocol=args.protocol, options=dict(args.data_options or []),
                       spec=getattr(args, "spec", None), rows=args.rows, limit=getattr(args, "rows_given", False),
-                      seed=args.seed)
+                      seed=args.seed, **({"history_from": tuple(args.history_from)}
+                                         if args.command == "fit" and args.history_from else {}))
 
 
 def _progress():
@@ -501,6 +502,9 @@ def _parser():
     fit.add_argument("--from", dest="from_preset", metavar="PRESET",
                      help="start from this preset (trained on a data spec): --data is read under its spec, its "
                           "vocabularies grow by the new values, its weights carry over (zoo.recipes.warm_start)")
+    fit.add_argument("--history-from", action="append", metavar="FILE",
+                     help="with --from: earlier log(s) (the preset's own, typically) whose rows build the histories "
+                          "and running statistics of the new rows (read, not trained on), repeatable")
     fit.add_argument("--strategy", choices=["data", "model", "multi-worker"],
                      help="train on several devices: data (replicas), model (JAX: embedding tables split by rows), "
                           "multi-worker (JAX: one process per host, KERAS_DISTRIBUTION_* set by the launcher)")
@@ -712,6 +716,8 @@ def _precheck(args):
             raise ZooError(f"--from {parent}: the new log is read under the preset's own spec; leave --spec out")
         if args.data == "simulator":
             raise ZooError(f"--from {parent}: name the new log with --data")
+    elif args.command == "fit" and args.history_from:
+        raise ZooError("--history-from in fit goes with --from (a fit that continues a preset's)")
     preset = getattr(args, "preset", None)
     if preset is not None and preset not in models + presets:
         if os.sep in preset or preset.startswith("."):
