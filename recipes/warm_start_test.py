@@ -1,6 +1,7 @@
 import json
 import os
 
+import keras
 import numpy as np
 
 import zoo
@@ -108,6 +109,19 @@ class TrainFromPresetTest(TestCase):
         unknown = {preset: zoo.load(preset).preprocessor.processed(later, cache_dir=folder).info["unknown_ids"]
                    for preset in (parent, child)}
         self.assertGreater(unknown[parent]["item_id"]["rows"], unknown[child].get("item_id", {"rows": 0})["rows"])
+        if keras.backend.backend() == "tensorflow":  # the grown preset served raw by a TensorFlow-only process
+            from zoo.serving.export_test import serving_check
+            from zoo.serving.request import build_request
+
+            path = os.path.join(folder, "export", "1")
+            zoo.export(model, path, signature="raw")
+            body, lines = build_request(model.preprocessor.state, later, 200)
+            scores = model.predict(later).reshape(-1)
+            cases = {f"raw/in/{key}": np.asarray(value, dtype=str) for key, value in body["inputs"].items()}
+            cases["raw/out/pctr"] = scores[np.asarray(lines) - 2][:, None]  # (line 2: the file's first row)
+            report = serving_check(path, cases)
+            for route in ("direct", "predict_request", "rest_json"):
+                self.assertLess(report["signatures"]["raw"][route], 1e-6, (route, report["signatures"]["raw"]))
         for argv, message in (
                 (("fit", "din", "--from", parent, "--data", later, "--spec", spec),
                  f"--from {parent}: the new log is read under the preset's own spec; leave --spec out"),
