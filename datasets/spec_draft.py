@@ -22,14 +22,16 @@ statistics (earlier rows, positives, rate) of the user and of the item are featu
 import numpy as np
 
 from zoo.datasets import spec_reading
+from zoo.datasets.transforms import labels as label_rules
+from zoo.datasets.transforms.times import EARLIEST_TIME, LATEST_TIME
 from zoo.datasets.spec import DataSpec, feature_name
 from zoo.errors import ZooError
 
 LABEL_NAMES = ("label", "click", "clicked", "clk", "is_click", "target", "y", "converted", "purchase")
 SEPARATORS = ("^", "|", ";")
 MAX_TAGS = 32  # a drafted tags column keeps at most this many values per row
-UNIX_S = (spec_reading.EARLIEST_TIME, spec_reading.LATEST_TIME)  # numbers read as unix seconds: 1990 .. 2100
-UNIX_MS = (spec_reading.EARLIEST_TIME * 1000, spec_reading.LATEST_TIME * 1000)  # as unix milliseconds
+UNIX_S = (EARLIEST_TIME, LATEST_TIME)  # numbers read as unix seconds: 1990 .. 2100
+UNIX_MS = (EARLIEST_TIME * 1000, LATEST_TIME * 1000)  # as unix milliseconds
 MAX_COLUMNS = 10_000  # a file of more columns is refused before its sample is read
 MAX_LINE_BYTES = 2**20  # a line longer than this (1 MiB) is refused before its sample is read
 MAX_SAMPLE_VALUES = 2_000_000  # a wide file samples fewer rows: rows x columns at most this
@@ -152,7 +154,7 @@ def _zoned(value):
 
 def _time_format(name, values):
     """The time format of a column's texts: unix_s or unix_ms when every number reads as a time of 1990 ..
-    2100 in that unit (UNIX_S, UNIX_MS: the range the engine accepts, spec_reading.EARLIEST_TIME ..
+    2100 in that unit (UNIX_S, UNIX_MS: the range the engine accepts, zoo.datasets.transforms.times.EARLIEST_TIME ..
     LATEST_TIME), iso8601 when the texts parse as such, else None."""
     present = [v for v in values if v.strip()]
     if not present:
@@ -210,12 +212,12 @@ def _auc(scores, labels):
 
 def _sample_labels(label_rule, chunk, rows):
     """float [rows] 0/1 (NaN where empty) of the sampled rows under the drafted label, as the engine reads
-    them (spec_reading.labels)."""
+    them (zoo.datasets.transforms.labels.read)."""
     from zoo.datasets.reading import Repairs
 
     sample = spec_reading.Chunk(chunk.file, {label_rule["column"]: chunk.columns[label_rule["column"]].slice(0, rows)},
                                 chunk.first_line, rows)
-    labels, kept = spec_reading.labels(sample, label_rule, Repairs(chunk.file))
+    labels, kept = label_rules.read(sample, label_rule, Repairs(chunk.file))
     return np.where(kept, labels, np.nan).astype(np.float64)
 
 
@@ -335,8 +337,8 @@ def _check_two_classes(rule, labels, label_text):
     if known.size and 0 < known.sum() < known.size:
         return
     one = "positive (1)" if known.size and known.sum() else "negative (0)"
-    raise ZooError(f"label {spec_reading.rule_text(rule)} is {one} on all {known.size:,} sampled rows with a label, "
-                   f"so there is nothing to learn (values of {rule['column']}: {spec_reading.seen_values(label_text)}): "
+    raise ZooError(f"label {label_rules.rule_text(rule)} is {one} on all {known.size:,} sampled rows with a label, "
+                   f"so there is nothing to learn (values of {rule['column']}: {label_rules.seen_values(label_text)}): "
                    "name the positive values with --positive V1,V2")
 
 

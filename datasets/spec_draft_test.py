@@ -352,7 +352,7 @@ class SpecDraftTest(TestCase):
     def test_unix_seconds_or_milliseconds_by_magnitude_and_a_time_outside_1990_to_2100_is_refused(self):
         """The draft reads numbers as unix seconds or milliseconds by their magnitude (a time of 1990 .. 2100 in
         that unit); a spec whose format puts the times elsewhere (unix_ms on seconds: January 1970) is refused
-        where the engine reads times (spec_reading.times), in memory and streaming, naming the column, the
+        where the engine reads times (zoo.datasets.transforms.times.read), in memory and streaming, naming the column, the
         format, the value and what it reads as; with on_error "drop", no row is left, said why."""
         from zoo.datasets import spec_engine
 

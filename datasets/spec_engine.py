@@ -35,6 +35,10 @@ import numpy as np
 from zoo.datasets import events, preprocess, storage
 from zoo.datasets import fitted as fitted_state
 from zoo.datasets import spec_reading
+from zoo.datasets.transforms import labels as label_rules
+from zoo.datasets.transforms import numeric, statistics, tags, vocabulary
+from zoo.datasets.transforms import times as time_reading
+from zoo.datasets.transforms.fit import Fit, fitted_tokens, shared_column
 from zoo.datasets.reading import HISTORY_ONLY, Repairs
 from zoo.datasets.process_group import ProcessGroup
 from zoo.datasets.spec import BUDGET, DataSpec, statistics_state
@@ -134,9 +138,9 @@ def check_training_rows(spec, files, rows, positives):
         return
     column = spec.label["column"]
     chunk = next(spec_reading.read_chunks(files[0], spec.source, [column], Repairs(files[0])))
-    seen = spec_reading.seen_values(spec_reading.as_text(chunk.columns[column]).to_numpy(zero_copy_only=False))
+    seen = label_rules.seen_values(spec_reading.as_text(chunk.columns[column]).to_numpy(zero_copy_only=False))
     one = "no negative" if positives else "no positive"
-    raise ZooError(f"label {spec_reading.rule_text(spec.label)} leaves {one} among the {rows:,} training rows, so "
+    raise ZooError(f"label {label_rules.rule_text(spec.label)} leaves {one} among the {rows:,} training rows, so "
                    f"there is nothing to learn (values of {column} at the start of {files[0]}: {seen}): check the "
                    "label rule's values")
 
@@ -162,7 +166,7 @@ def label_sample(spec, files, judged):
                                     repairs)
     if chunk is None:
         return None
-    labels, kept = spec_reading.labels(chunk, spec.label, repairs)
+    labels, kept = label_rules.read(chunk, spec.label, repairs)
 
     def texts(name):
         options = spec.columns[name]
@@ -323,16 +327,16 @@ def _file_parts(spec, index, path, scoring, repairs, only=None, block_bytes=None
         if not labeled:
             label, keep = np.zeros(chunk.rows, np.float32), np.ones(chunk.rows, bool)
         else:
-            label, keep = spec_reading.labels(chunk, spec.label, repairs)
+            label, keep = label_rules.read(chunk, spec.label, repairs)
         part = {key: None for key in KEYS}
         if spec.time is not None:
-            time, kept_time = spec_reading.times(chunk, spec.time, repairs, keep)
+            time, kept_time = time_reading.read(chunk, spec.time, repairs, keep)
             keep &= kept_time
             part["time"] = time[keep]
         part.update(label=label[keep], line=chunk.lines()[keep], file=np.full(int(keep.sum()), index, np.int32),
                     labeled=labeled, text={}, numeric={}, list={})
         if only is None and spec.history_from_log() and spec.history["only"] is not None:
-            part["rule"] = spec_reading.rule_holds(chunk, spec.history["only"])[keep]
+            part["rule"] = label_rules.rule_holds(chunk, spec.history["only"])[keep]
         kept_all = bool(keep.all())
         rows = None if kept_all else pa.array(np.flatnonzero(keep))
         for name in {spec.user, spec.item, label_column if label_text and labeled else None} | set(spec.columns):
@@ -396,17 +400,6 @@ def _read(spec, files, scoring, label_text=False, context_files=0):
     return _join([part for parts, _ in results for part in parts]), accounts
 
 
-def _bars_tokens(values):
-    """BARS' numeric-as-category token (Criteo_x4): missing -> 0; x > 2 -> floor(ln(x)^2), else int(x)."""
-    values = np.where(np.isnan(values), 0.0, values)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        squared = np.floor(np.log(np.where(values > 2, values, 3.0)) ** 2)
-    tokens = np.where(values > 2, squared, np.trunc(values)).astype(np.int64)
-    import pyarrow as pa
-
-    return pa.array(tokens.astype(str), pa.string())
-
-
 # ---------------------------------------------------------------------------------------- building
 class _Build:
     def __init__(self, spec, data, accounts, out_dir, fitted, verbose, origin, group, file_numbers, grow_from=None):
@@ -418,7 +411,6 @@ class _Build:
         self.kinds = {}  # repair kind -> (rank, rows per file index)
         self.states = {} if fitted is None else dict(fitted["fitted"])
         self.base = {} if grow_from is None else continued(grow_from)  # the preset's states a fit continues
-        self.states.update({name: state for name, state in self.base.items() if state["kind"] == "numeric"})
         self.unknown, self._unknown_values, self._unknown_files = {}, {}, {}  # (OOV: totals, values, per file)
         self.labeled = True
         self.rngs, self.last_seen = {}, None  # sampled negatives: a stream per split; (streaming) attributes
@@ -447,7 +439,8 @@ class _Build:
         if self.fitted is None:
             rows, positives = self.group.sum(np.array([train.sum(), self.data["label"][train].sum()], np.int64))
             check_training_rows(self.spec, list(self.accounts), int(rows), int(positives))
-        encoded = self._encode(train)
+            self.states = Fit(self.spec).add(self.data, train).states(self.group, self.base)
+        encoded = self._encode()
         samples, events_store, dropped = self._samples(split, encoded, train)
         schema = self._schema()
         info = self._finish(dropped, *self._per_file())
@@ -605,73 +598,41 @@ class _Build:
         return order_split(index, n, fractions)
 
     # ------------------------------------------------------------------ fitting and encoding
-    def _encode(self, train):
-        """{column: ids [n] int32 or values [n] float32}, and for list columns (tokens ids, lengths)."""
+    def _encode(self):
+        """{column: ids [n] int32 or values [n] float32}, and for list columns (tokens ids, lengths), under the
+        fitted states (zoo.datasets.transforms)."""
         out = {}
         columns = self.spec.columns
         keep_text = {self.spec.user, self.spec.item} - {None} | set(
             key for key in (self.spec.statistics["keys"] if self.spec.statistics else []) if isinstance(key, str))
         for name, options in columns.items():
             if options["type"] == "categorical":
-                out[name] = self._categorical(name, options, self.data["text"][name], train)
+                out[name] = self._lookup(name, self.states[name], self.data["text"][name])
                 if name not in keep_text:
                     del self.data["text"][name]  # encoded: its text is not needed again (memory)
             elif options["type"] == "numeric" and options.get("bars"):
-                out[name] = self._categorical(name, options, _bars_tokens(self.data["numeric"][name]), train)
+                out[name] = self._lookup(name, self.states[name], numeric.bars_tokens(self.data["numeric"][name]))
             elif options["type"] == "numeric":
-                out[name] = self._numeric(name, options, self.data["numeric"][name], train)
-            elif options["type"] == "tags":  # (in column order: the fitted states' order is the streaming build's)
-                out[name] = self._tags(name, options, *self.data["list"][name], train)
+                out[name] = self._numeric(name, options, self.data["numeric"][name])
+            elif options["type"] == "tags":
+                out[name] = self._tags(name, options, *self.data["list"][name])
         for name, options in columns.items():
             if options["type"] == "list":
                 tokens, lengths = self.data["list"][name]
-                shared = shared_column(columns, options)
-                if shared is not None:
-                    self.states[name] = {"kind": "shared", "column": shared}
-                    options = dict(options, embedding_dim=columns[shared]["embedding_dim"])
-                    table = self.states[shared]
-                else:
-                    table = self._fit_categorical(name, options, tokens, fitted_tokens(
-                        tokens, lengths, train, self.spec.sequence_length))
-                out[name] = (self._lookup(name, table, tokens, token_positions(lengths)[0]), lengths)
+                state = self.states[name]
+                table = self.states[state["column"]] if state["kind"] == "shared" else state
+                out[name] = (self._lookup(name, table, tokens, tags.token_positions(lengths)[0]), lengths)
         return out
 
-    def _tags(self, name, options, tokens, lengths, train):
-        """ids [n, S] of a tags column: each row's first S = max_tags values (more are cut, counted), 0 on the
-        empty slots; the vocabulary fitted on the training rows' kept values."""
+    def _tags(self, name, options, tokens, lengths):
+        """ids [n, S] of a tags column (zoo.datasets.transforms.tags; more than S values: cut, counted)."""
         size = options["max_tags"]
-        row_of, rank = token_positions(lengths)
-        kept = rank < size
-        ids = self._lookup(name, self._fit_categorical(name, options, tokens[kept], train[row_of[kept]]), tokens[kept],
-                           row_of[kept])
-        out = np.zeros((lengths.size, size), np.int32)
-        out[row_of[kept], rank[kept]] = ids
-        longer = lengths > size
+        ids, longer = tags.ids(lambda kept, rows: self._lookup(name, self.states[name], kept, rows), tokens, lengths,
+                               size)
         if longer.any():
             self.count(f"kept the first {size} of {{n}} '{name}' tag list(s) longer than {size}", longer,
                        (1, list(self.spec.columns).index(name)))
-        return out
-
-    def _fit_categorical(self, name, options, values, train):
-        if name in self.states:
-            return self.states[name]
-        if options.get("hash_buckets"):  # (a bars numeric has no hash_buckets and no max_size)
-            state = hashed_state(options)
-        else:
-            import pyarrow as pa
-            import pyarrow.compute as pc
-
-            array = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(values, pa.string())
-            counts = pc.value_counts(pc.filter(array, pa.array(train)))
-            values, count = counts.field("values"), counts.field("counts")
-            if self.sharded:  # every process's counts, summed per value
-                values, count = summed_counts(self.group.allgather((values.cast(pa.string()), count)))
-            state = vocabulary_state(options, values, count, self.base.get(name))
-        self.states[name] = state
-        return state
-
-    def _categorical(self, name, options, values, train):
-        return self._lookup(name, self._fit_categorical(name, options, values, train), values)
+        return ids
 
     def _lookup(self, name, state, values, row_of=None):
         """ids [n] int32 of raw values under a fitted state (OOV counted in scoring mode, per file: `row_of`, the
@@ -680,18 +641,9 @@ class _Build:
         import pyarrow.compute as pc
 
         array = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(values, pa.string())
-        if state["kind"] == "hashed":
-            import tensorflow as tf
-
-            if not len(array):
-                return np.zeros(0, np.int32)
-            text = np.asarray(array.to_numpy(zero_copy_only=False), dtype=object)
-            return (tf.strings.to_hash_bucket_fast(text, state["buckets"]).numpy() + 1).astype(np.int32)
-        tokens = state["tokens"]
-        index = pc.index_in(array, value_set=pa.array(tokens, pa.string()))
-        ids = np.asarray(pc.fill_null(index, len(tokens)).to_numpy(zero_copy_only=False), dtype=np.int32) + 1
-        if self.fitted is not None:  # counted over every batch of a streaming build
-            unknown = ids == len(tokens) + 1
+        ids = vocabulary.ids(state, array)
+        if self.fitted is not None and state["kind"] == "vocabulary":  # counted over every batch of a streaming build
+            unknown = ids == vocabulary.oov_id(state)
             seen = pc.unique(pc.filter(array, pa.array(unknown)))
             if name in self._unknown_values:
                 seen = pc.unique(pa.concat_arrays([self._unknown_values[name], seen.cast(pa.string())]))
@@ -703,47 +655,18 @@ class _Build:
                 files[unknown], minlength=len(self.accounts))
         return ids
 
-    def _numeric(self, name, options, values, train):
-        values = transformed(options, values)
-        missing = np.isnan(values)
-        state = self.states.get(name) or self._fit_numeric(name, options, values, missing, train)
+    def _numeric(self, name, options, values):
+        """A numeric column's values or bucket ids (zoo.datasets.transforms.numeric; fills and clips counted)."""
+        values, missing, beyond = numeric.encoded(self.states[name], numeric.transformed(options, values))
+        column = list(self.spec.columns).index(name)
         if missing.any():
             self.count(f"filled {{n}} missing '{name}' value(s) with "
                        + ("the training mean" if options["fill"] == "mean" else repr(options["fill"])), missing,
-                       (0, list(self.spec.columns).index(name)))
-        values = np.where(missing, state["fill"], values)
-        if "edges" in state:
-            return (1 + np.searchsorted(np.asarray(state["edges"]), values, side="right")).astype(np.int32)
-        if "std" in state:
-            values = (values - state["mean"]) / state["std"]
-        beyond = np.abs(values) > NUMERIC_LIMIT  # the contract's bound (Schema.validate); the raw graph clips alike
-        if beyond.any():
+                       (0, column))
+        if beyond.any():  # the contract's bound (Schema.validate); the raw graph clips alike
             self.count(f"clipped {{n}} '{name}' value(s) to +-{NUMERIC_LIMIT:.0e} (numeric features lie within it)",
-                       beyond, (0, list(self.spec.columns).index(name)))
-            values = np.clip(values, -NUMERIC_LIMIT, NUMERIC_LIMIT)
-        return values.astype(np.float32)
-
-    def _fit_numeric(self, name, options, values, missing, train):
-        """`_numeric`'s fit over every process's training rows (one process: its own): sums for the fill,
-        mean and deviation (np.mean's and np.std's own arithmetic), exact order statistics for the bucket
-        edges with np.quantile's linear interpolation (the same bits as np.quantile on one process)."""
-        group = self.group
-        present = values[train & ~missing]
-        count, total = group.sum(np.asarray([present.size, present.sum()], np.float64))
-        fill = fill_value(options, count, total)
-        state = {"kind": "numeric", "log1p": options["log1p"], "fill": fill}
-        filled_train = np.where(missing, fill, values)[train]
-        n, total = group.sum(np.asarray([filled_train.size, filled_train.sum()], np.float64))
-        if options["scale"] == "standardize":
-            mean = float(total / n) if n else 0.0
-            std = float(np.sqrt(group.sum(np.square(filled_train - mean).sum()) / n)) if n else 1.0
-            state.update(mean=mean, std=std if std > 0 else 1.0)
-        if options["buckets"]:
-            ordered = np.sort(filled_train)
-            state.update(buckets=options["buckets"], edges=bucket_edges(
-                int(n), options["buckets"], lambda wanted: group.float_order_statistics(ordered, wanted)))
-        self.states[name] = state
-        return state
+                       beyond, (0, column))
+        return values
 
     # ------------------------------------------------------------------ samples
     def _features(self, encoded):
@@ -755,8 +678,7 @@ class _Build:
         if self.spec.time is not None:
             local = self.data["time"] + int(self.spec.time["utc_offset_hours"] * 3600)
             for name in self.spec.time["derive"]:
-                value = (local // 3600) % 24 + 1 if name == "hour" else (local // 86400 + 3) % 7 + 1  # 1 = Monday
-                features[f"ctx_{name}"] = value.astype(np.int32)
+                features[f"ctx_{name}"] = time_reading.derived(name, local).astype(np.int32)
         return features
 
     def _samples(self, split, encoded, train):
@@ -824,12 +746,10 @@ class _Build:
         return out
 
     def _statistics(self, store, start, end, train, features):
-        """{num key: [n] float32} of the spec's running statistics (zoo.datasets.statistics): the user's from
+        """{num key: [n] float32} of the spec's running statistics (zoo.datasets.transforms.statistics): the user's from
         its history's entries (store[start:end]), a (user, column) pair's from those of them whose column is
         the row's, another key's from the rows of the log strictly earlier (fitting) or from
         the fitted table (scoring)."""
-        from zoo.datasets import statistics
-
         spec, data, out = self.spec, self.data, {}
         if spec.statistics is None:
             return out
@@ -866,8 +786,6 @@ class _Build:
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        from zoo.datasets import statistics
-
         data = self.data
         text = data["text"][key]
         text = text.combine_chunks() if isinstance(text, pa.ChunkedArray) else text
@@ -886,7 +804,7 @@ class _Build:
             rows[new], earlier[new] = statistics.earlier_counts(codes[new], data["time"][new], data["label"][new])
             base = self.base.get(name)
             if base is not None:  # a continued fit: the preset's counts come before the new rows'
-                before = table_counts(base, text)
+                before = statistics.table_counts(base, text)
                 rows, earlier = rows + before[0], earlier + before[1]
                 known = {value: index for index, value in enumerate(base["values"])}
                 merged = list(base["values"]) + [value for value in values if value not in known]
@@ -902,7 +820,7 @@ class _Build:
             self.states[name] = {"kind": "statistics", "key": key, "values": values,
                                  "rows": [int(c) for c in counts], "positives": [int(p) for p in positives]}
             return rows, earlier
-        return table_counts(self.states[name], text)
+        return statistics.table_counts(self.states[name], text)
 
     def _list_history(self, encoded):
         """{hist key: [n, L] ids}: each list's newest L tokens, left-padded with 0 (newest last)."""
@@ -1089,13 +1007,6 @@ def read_keys(spec, files):
     return arrays
 
 
-def _lerp(a, b, t):
-    """a + (b - a) t as np.quantile computes it (from b's side for t >= 0.5), so the edges are its own."""
-    difference = b - a
-    out = a + difference * t
-    return np.where(t >= 0.5, b - difference * (1 - t), out)
-
-
 # ---------------------------------------------------------------------------------------- fit arithmetic
 # Shared by the in-memory build (one process or several) and the streaming build (spec_streaming).
 def global_user_ranks(group, dictionary):
@@ -1117,16 +1028,6 @@ def global_user_ranks(group, dictionary):
             "in one process's shards; partition the shard files by user")
     ordered = everyone.take(pc.array_sort_indices(everyone))
     return np.asarray(pc.index_in(dictionary, value_set=ordered), np.int64), len(ordered)
-
-
-def summed_counts(pairs):
-    """(values, counts) of several (values, counts) pairs, summed per value."""
-    import pyarrow as pa
-
-    merged = pa.table({"v": pa.chunked_array([values for values, _ in pairs], pa.string()),
-                       "c": pa.chunked_array([counts for _, counts in pairs], pa.int64())})
-    merged = merged.group_by("v").aggregate([("c", "sum")])
-    return merged["v"].combine_chunks(), merged["c_sum"].combine_chunks()
 
 
 def latest_per_item(items, index, values):
@@ -1153,93 +1054,11 @@ def item_attributes(latest, known):
     return out
 
 
-def shared_column(columns, options):
-    """The cand_ categorical column whose vocabulary a list column shares (same feature), or None."""
-    return next((name for name, other in columns.items() if other["role"] == "cand"
-                 and other["type"] == "categorical" and other["feature"] == options["feature"]), None)
-
-
-def token_positions(lengths):
-    """(row [T], rank within its row [T]) of the flat tokens of lists of `lengths`."""
-    row_of = np.repeat(np.arange(lengths.size), lengths)
-    return row_of, np.arange(row_of.size) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-
-
-def fitted_tokens(tokens, lengths, train, length):
-    """bool [T]: the list tokens the vocabulary is fitted on: the newest `length` of each training row's list."""
-    row_of, rank = token_positions(lengths)
-    return train[row_of] & (rank >= np.repeat(lengths, lengths) - length)
-
-
-def hashed_state(options):
-    return {"kind": "hashed", "buckets": options["hash_buckets"], "hash": "farmhash64"}
-
-
-def vocabulary_state(options, values, counts, base=None):
-    """A vocabulary from the training rows' distinct values and their counts: values seen at least
-    min_count times, most frequent first (ties in text order), at most max_size; ids 1.. in that order.
-    With `base` (a preset's vocabulary that a fit continues), its tokens keep their ids 1..len(base) and the
-    new values follow in that order, up to max_size tokens in all (a full table takes no new value: the
-    values left out score through the OOV id, as any unseen value does)."""
-    tokens = np.asarray(values.to_numpy(zero_copy_only=False), dtype=object).astype(str)
-    counts = np.asarray(counts, dtype=np.int64)
-    keep = counts >= options["min_count"]
-    if base is not None:
-        keep &= ~np.isin(tokens, np.asarray(base["tokens"], dtype=str))
-    tokens, counts = tokens[keep], counts[keep]
-    order = np.lexsort((tokens, -counts)) if tokens.size else np.zeros(0, np.int64)
-    kept = [] if base is None else list(base["tokens"])
-    room = None if options.get("max_size") is None else max(options["max_size"] - len(kept), 0)
-    return {"kind": "vocabulary", "tokens": kept + [str(t) for t in tokens[order[:room]]]}
-
-
-def table_counts(state, text):
-    """(rows, positives) [n] float64 of each value of `text` (a pyarrow string array) in a statistics table
-    (its "values", "rows", "positives"); 0 for a value the table lacks."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    index = np.asarray(pc.index_in(text, pa.array(state["values"], pa.string())).fill_null(-1))
-    known = index >= 0
-    rows = np.where(known, np.asarray(state["rows"], np.float64)[np.where(known, index, 0)], 0.0)
-    positives = np.where(known, np.asarray(state["positives"], np.float64)[np.where(known, index, 0)], 0.0)
-    return rows, positives
-
-
 def continued(state):
     """{column: fitted state} of a preset's fitted `state` (zoo.datasets.fitted) that a fit continues
     (`build(grow_from=...)`): its vocabularies, numeric states and running statistics."""
     return {name: table for name, table in state["fitted"].items()
             if isinstance(table, dict) and table.get("kind") in ("vocabulary", "numeric", "statistics")}
-
-
-def transformed(options, values):
-    """A numeric column's values before the fit: log1p (sign kept) when asked; NaN where missing."""
-    if options["log1p"]:
-        return np.sign(values) * np.log1p(np.abs(values))
-    return values
-
-
-def fill_value(options, count, total):
-    """The fill of missing values: the mean of the `count` present training values (summing to `total`), or the
-    spec's constant."""
-    if options["fill"] == "mean":
-        return float(total / count) if count else 0.0
-    return float(options["fill"])
-
-
-def bucket_edges(n, buckets, order_statistics):
-    """Equal-frequency bucket edges of n training values: np.quantile's linear interpolation at q = i /
-    buckets, from `order_statistics(k)` (the k-th smallest values, k sorted); distinct edges."""
-    if not n:
-        return []
-    virtual = (n - 1) * (np.arange(1, buckets) / buckets)
-    previous = np.floor(virtual).astype(np.int64)
-    following = np.minimum(previous + 1, n - 1)
-    wanted = np.unique(np.concatenate([previous, following]))
-    found = np.asarray(order_statistics(wanted))
-    low, high = found[np.searchsorted(wanted, previous)], found[np.searchsorted(wanted, following)]
-    return [float(e) for e in np.unique(_lerp(low, high, virtual - previous))]
 
 
 def time_cut(n, fractions, order_statistics):

@@ -10,8 +10,8 @@ counts. Rows in file order (no history from the log, no per-user split) read the
 1. (time- and order-fraction splits only) the label and time columns: how many rows are kept and their
    times' distinct values with counts, for the split's cut;
 2. every column: the files' accounts (read = kept + repaired + dropped) and the statistics of the
-   training rows; then the fit (the same functions as the in-memory build's: `spec_engine.vocabulary_state`,
-   `bucket_edges`, `time_cut`, `order_split`);
+   training rows, added batch by batch to the fit (`zoo.datasets.transforms.fit.Fit`, the one the
+   in-memory build gives all its rows at once); then the split's `time_cut` and `order_split`;
 3. every column again: each batch encoded under the fit and appended to the processed arrays
    (`storage.TableAppender`). A scoring-mode read (a fitted preprocessing given) reads only here.
 
@@ -41,6 +41,9 @@ from zoo.datasets import spec_engine as engine
 from zoo.datasets import storage
 from zoo.datasets.process_group import ProcessGroup
 from zoo.datasets.reading import Repairs
+from zoo.datasets.transforms.fit import Fit
+from zoo.datasets.transforms.numeric import Distinct
+from zoo.datasets.transforms.vocabulary import Counts
 
 BATCH_ROWS = 2**17  # rows encoded at once (pyarrow's vocabulary lookup costs O(vocabulary) per batch)
 PART_ROWS = 2**20  # rows of a user partition, sorted in memory (a user's rows are never split)
@@ -62,7 +65,7 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
     if splits.counting:
         splits.settle(engine.agreed(group, lambda: splits.count(files)), numbers)
     if fitted is None:
-        statistics = _Statistics(spec)
+        fit = Fit(spec)
 
         def fit_read():
             rows = np.zeros(4, np.int64)  # train, validation, test rows; training positives
@@ -70,14 +73,14 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
                 maker.load(data)
                 codes = splits.codes(maker, data, splits.positions(data))
                 rows += _tally(codes, data["label"])
-                statistics.add(data, codes == 0)
+                fit.add(data, codes == 0)
             if not rows[:3].sum():
                 raise engine.no_row_left(files, accounts)
             return rows
 
         rows, positives = np.split(group.sum(engine.agreed(group, fit_read)), [3])
         engine.check_training_rows(spec, files, int(rows[0]), int(positives[0]))
-        maker.states = statistics.states(group, maker.base)
+        maker.states = fit.states(group, maker.base)
         _progress(maker, f"fitted on {rows[0]:,} training rows of {rows.sum():,}")
     reads = int(splits.counting) + (fitted is None) + 1
 
@@ -96,7 +99,7 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
     per_file = np.zeros((3, len(files)), np.int64)  # kept rows, repaired rows, rows that made no sample
     with storage.TableAppender(out_dir) as writer:
         for codes, _ in batches(fitted is not None):  # (the fit's read counted the files)
-            encoded = maker._encode(codes == 0)
+            encoded = maker._encode()
             samples, _, dropped = maker._samples(codes, encoded, codes == 0)
             per_file += np.stack([*maker._per_file(), dropped])
             for name, part in samples.items():
@@ -165,13 +168,13 @@ def _build_by_user(spec, files, maker, accounts):
                 yield splits.codes(maker, maker.data, maker._index), maker._index
 
         if fitted is None:
-            statistics, rows = _Statistics(spec), np.zeros(4, np.int64)  # train, validation, test; training positives
+            fit, rows = Fit(spec), np.zeros(4, np.int64)  # train, validation, test; training positives
             for codes, _ in sorted_partitions():
                 rows += _tally(codes, maker.data["label"])
-                statistics.add(maker.data, codes == 0)
+                fit.add(maker.data, codes == 0)
             rows, positives = np.split(group.sum(rows), [3])
             engine.check_training_rows(spec, files, int(rows[0]), int(positives[0]))
-            maker.states = statistics.states(group, maker.base)
+            maker.states = fit.states(group, maker.base)
             _progress(maker, f"fitted on {rows[0]:,} training rows of {rows.sum():,}")
             if spec.label.get("events") and spec.label.get("negatives"):
                 maker.last_seen = _last_seen(maker, sorted_partitions())
@@ -180,7 +183,7 @@ def _build_by_user(spec, files, maker, accounts):
         events = 0
         with storage.TableAppender(maker.out_dir) as writer:
             for codes, _ in sorted_partitions():
-                encoded = maker._encode(codes == 0)
+                encoded = maker._encode()
                 samples, store, dropped = maker._samples(codes, encoded, codes == 0)
                 per_file += np.stack([*maker._per_file(), dropped])
                 if history:
@@ -225,7 +228,7 @@ def _last_seen(maker, partitions):
         (0, spec.columns[name].get("max_tags", 1)) if spec.columns[name]["type"] == "tags" else 0, np.int32)
         for name in others])  # (a tags column's values: [rows, S])
     for codes, position in partitions:
-        encoded = maker._encode(codes == 0)
+        encoded = maker._encode()
         rows = np.flatnonzero(codes == 0)
         mine = engine.latest_per_item(encoded[item][rows], position[rows], [encoded[name][rows] for name in others])
         latest = engine.latest_per_item(*engine.concatenate_latest([latest, mine]))
@@ -334,7 +337,7 @@ class _Splits:
 
     def count(self, files):
         """Read 1 of this process's files: (rows, times' distinct values, users' counts, rows per file)."""
-        times, users = _Distinct(), _Counts()
+        times, users = Distinct(), Counts()
         rows, per_file = 0, np.zeros(len(files), np.int64)
         for data in _batches(self.spec, files, _uncounted(files), self.scoring,
                              [self.spec.user] if self.by_user else ()):
@@ -352,7 +355,7 @@ class _Splits:
         group, split = self.group, self.spec.split
         self.n = int(group.sum(rows))
         if not self.scoring and split["by"] == "time" and self.n:
-            times = _Distinct.of_pairs(group.allgather((times.values, times.counts)))
+            times = Distinct.of_pairs(group.allgather((times.values, times.counts)))
             self.cut = engine.time_cut(self.n, split["fractions"], times.order_statistics)
         if group.size > 1 and not self.by_user:
             gathered = group.allgather((numbers, per_file))
@@ -363,7 +366,7 @@ class _Splits:
         if self.by_user:  # this process's users, sorted; their ranks among every process's users; rows before
             import pyarrow.compute as pc
 
-            values, counts = users.result()
+            values, counts = users.totals()
             order = pc.array_sort_indices(values)
             self.users, self.user_rows = values.take(order), np.asarray(counts.take(order), np.int64)
             self.user_rank, everyone = engine.global_user_ranks(group, self.users)
@@ -421,203 +424,3 @@ class _Splits:
             codes[begin:end] = self.rng.choice(3, size=end - begin, p=fractions)
             self.next = int(index[end - 1]) + 1
         return codes
-
-
-class _Distinct:
-    """Distinct numbers with their counts, merged when the unmerged batches outgrow the merged (memory: the
-    distinct values)."""
-
-    def __init__(self):
-        self.merged = (np.zeros(0), np.zeros(0, np.int64))
-        self.pending, self.pending_rows = [], 0
-
-    def add(self, values, counts=None):
-        values, counts = np.unique(values, return_counts=True) if counts is None else (values, counts)
-        self.pending.append((np.asarray(values, np.float64), np.asarray(counts, np.int64)))
-        self.pending_rows += len(values)
-        if self.pending_rows > max(self.merged[0].size, 2**16):
-            self._merge()
-
-    def _merge(self):
-        if self.pending:
-            values = np.concatenate([self.merged[0]] + [v for v, _ in self.pending])
-            counts = np.concatenate([self.merged[1]] + [c for _, c in self.pending])
-            unique, inverse = np.unique(values, return_inverse=True)
-            self.merged = unique, np.bincount(inverse.reshape(-1), weights=counts, minlength=unique.size).astype(np.int64)
-            self.pending, self.pending_rows = [], 0
-
-    @property
-    def values(self):
-        self._merge()
-        return self.merged[0]
-
-    @property
-    def counts(self):
-        self._merge()
-        return self.merged[1]
-
-    @classmethod
-    def of_pairs(cls, pairs):
-        """One multiset of several (values, counts) pairs."""
-        out = cls()
-        for values, counts in pairs:
-            out.add(values, counts)
-        return out
-
-    def order_statistics(self, positions):
-        """The k-th smallest values (k from 0) of the multiset, for each k of `positions`."""
-        return self.values[np.searchsorted(np.cumsum(self.counts), np.asarray(positions), side="right")]
-
-
-class _Counts:
-    """Distinct strings with their counts (pyarrow), merged when the unmerged batches outgrow the merged."""
-
-    def __init__(self):
-        self.pairs, self.merged_rows, self.pending_rows = [], 0, 0
-
-    def add(self, values):
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        counts = pc.value_counts(values)
-        self.pairs.append((counts.field("values").cast(pa.string()), counts.field("counts").cast(pa.int64())))
-        self.pending_rows += len(counts)
-        if self.pending_rows > max(self.merged_rows, 2**16):
-            self._merge()
-
-    def _merge(self):
-        if len(self.pairs) > 1:
-            self.pairs = [engine.summed_counts(self.pairs)]
-        self.merged_rows = sum(len(values) for values, _ in self.pairs)
-        self.pending_rows = 0
-
-    def result(self, group=None):
-        """(values, counts) pyarrow arrays (summed over every process of `group`)."""
-        import pyarrow as pa
-
-        self._merge()
-        mine = self.pairs[0] if self.pairs else (pa.array([], pa.string()), pa.array([], pa.int64()))
-        return engine.summed_counts(group.allgather(mine)) if group is not None and group.size > 1 else mine
-
-
-class _Moments:
-    """A numeric column's present training values: count, sum, mean and squared deviations (pairwise
-    update), the missing count, and (for buckets) the distinct values with counts."""
-
-    def __init__(self, bucketed):
-        self.count = self.total = self.mean = self.squares = 0.0
-        self.missing = 0
-        self.distinct = _Distinct() if bucketed else None
-
-    def add(self, values):
-        missing = np.isnan(values)
-        self.missing += int(missing.sum())
-        present = values[~missing]
-        if present.size:
-            self.count, self.mean, self.squares = _combine(
-                (self.count, self.mean, self.squares), (present.size, present.mean(), np.square(present - present.mean()).sum()))
-            self.total += float(present.sum())
-            if self.distinct is not None:
-                self.distinct.add(present)
-
-    def state(self, options, group):
-        """The column's fitted state over every process of `group`."""
-        if group.size > 1:
-            self._gather(group)
-        fill = engine.fill_value(options, self.count, self.total)
-        state = {"kind": "numeric", "log1p": options["log1p"], "fill": fill}
-        n, mean, squares = _combine((self.count, self.mean, self.squares), (self.missing, fill, 0.0))
-        if options["scale"] == "standardize":
-            std = float(np.sqrt(squares / n)) if n else 1.0
-            state.update(mean=float(mean) if n else 0.0, std=std if std > 0 else 1.0)
-        if options["buckets"]:
-            if self.missing:
-                self.distinct.add(np.asarray([fill]), np.asarray([self.missing]))
-            state.update(buckets=options["buckets"],
-                         edges=engine.bucket_edges(int(n), options["buckets"], self.distinct.order_statistics))
-        return state
-
-
-    def _gather(self, group):
-        parts = group.allgather((self.count, self.total, self.mean, self.squares, self.missing,
-                                 None if self.distinct is None else (self.distinct.values, self.distinct.counts)))
-        self.count = self.total = self.mean = self.squares = 0.0
-        self.missing = 0
-        for count, total, mean, squares, missing, _ in parts:
-            self.count, self.mean, self.squares = _combine((self.count, self.mean, self.squares), (count, mean, squares))
-            self.total += total
-            self.missing += missing
-        if self.distinct is not None:
-            self.distinct = _Distinct.of_pairs([part[5] for part in parts])
-
-
-def _combine(a, b):
-    """(count, mean, sum of squared deviations) of two parts together (Chan, Golub and LeVeque)."""
-    (na, ma, sa), (nb, mb, sb) = a, b
-    n = na + nb
-    if not nb:
-        return a
-    if not na:
-        return b
-    delta = mb - ma
-    return n, ma + delta * nb / n, sa + sb + delta * delta * na * nb / n
-
-
-class _Statistics:
-    """The fit's statistics over the training rows, batch by batch; `states()` gives the fitted state the
-    in-memory build gives (same keys, same order)."""
-
-    def __init__(self, spec):
-        self.spec, self.counts, self.moments = spec, {}, {}
-
-    def add(self, data, train):
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        spec, mask = self.spec, pa.array(train)
-        for name, options in spec.columns.items():
-            kind = options["type"]
-            if options.get("hash_buckets") or kind == "list" and engine.shared_column(spec.columns, options):
-                continue
-            if kind == "categorical":
-                values = pc.filter(data["text"][name], mask)
-            elif kind == "numeric" and options.get("bars"):
-                values = engine._bars_tokens(data["numeric"][name][train])
-            elif kind == "numeric":
-                self.moments.setdefault(name, _Moments(bool(options["buckets"]))).add(
-                    engine.transformed(options, data["numeric"][name][train]))
-                continue
-            elif kind == "tags":  # each training row's first max_tags values, as the in-memory build's _tags
-                tokens, lengths = data["list"][name]
-                row_of, rank = engine.token_positions(lengths)
-                values = pa.array(tokens[(rank < options["max_tags"]) & train[row_of]], pa.string())
-            else:
-                tokens, lengths = data["list"][name]
-                values = pa.array(tokens[engine.fitted_tokens(tokens, lengths, train, spec.sequence_length)],
-                                  pa.string())
-            self.counts.setdefault(name, _Counts()).add(values)
-
-    def states(self, group=None, base=None):
-        """The fitted states (over every process of `group`: each column's statistics exchanged in turn),
-        continuing `base`'s (a preset's: engine.build's grow_from) where given."""
-        group, base = group or ProcessGroup(), base or {}
-        columns, states = self.spec.columns, {}
-        for name, options in columns.items():
-            if options["type"] == "list":
-                continue
-            if options["type"] == "numeric" and not options.get("bars"):
-                states[name] = base.get(name) or self.moments.get(name, _Moments(bool(options["buckets"]))).state(
-                    options, group)
-            else:
-                states[name] = self._categorical(name, options, group, base.get(name))
-        for name, options in columns.items():
-            if options["type"] == "list":
-                shared = engine.shared_column(columns, options)
-                states[name] = ({"kind": "shared", "column": shared} if shared
-                                else self._categorical(name, options, group, base.get(name)))
-        return states
-
-    def _categorical(self, name, options, group, base=None):
-        if options.get("hash_buckets"):
-            return engine.hashed_state(options)
-        return engine.vocabulary_state(options, *self.counts.get(name, _Counts()).result(group), base)

@@ -18,7 +18,7 @@ bootstrap of the model's AUC against it (zoo.recipes.metrics.paired_bootstrap).
 
 import numpy as np
 
-from zoo.datasets.statistics import earlier_counts, smoothed_rate
+from zoo.datasets.transforms.statistics import earlier_counts, smoothed_rate
 from zoo.recipes.metrics import auc, logloss, paired_bootstrap
 
 PRIOR_ROWS = 10.0  # the smoothing's pseudo-rows at the global rate

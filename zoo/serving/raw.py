@@ -41,16 +41,12 @@ A spec whose time is a strptime format cannot be served raw (TensorFlow has no s
 export refuses it with one line; unix seconds, milliseconds and ISO 8601 are parsed in the graph.
 """
 
-import numpy as np
-
 from zoo.datasets.spec import DataSpec, feature_name, statistics_state
-from zoo.datasets.spec_reading import EARLIEST_TIME, LATEST_TIME
-from zoo.datasets.statistics import smoothed_rate
+from zoo.datasets.transforms import labels as label_rules
+from zoo.datasets.transforms import numeric, statistics, tags, vocabulary
+from zoo.datasets.transforms import times as time_reading
 from zoo.errors import ZooError
-from zoo.schema import NUMERIC_LIMIT
 
-ISO_ZONE = r"(Z|[+-]\d\d:?\d\d)$"
-TRIMMED = r"^[\s\v\x{85}\p{Z}]+|[\s\v\x{85}\p{Z}]+$"  # Unicode white space at either end (pyarrow's utf8_trim_whitespace)
 
 
 def check_state(state):
@@ -100,120 +96,6 @@ def input_signature(spec, any_candidates):
     return {name: tf.TensorSpec(shapes[kind], tf.string, name=name) for name, (_, kind) in input_names(spec).items()}
 
 
-# ---------------------------------------------------------------------------------------- parsing
-def _parsed_numbers(text):
-    """float64 of texts, NaN where empty or not a number (where _numbers would stop the graph)."""
-    import tensorflow as tf
-
-    text = tf.strings.strip(text)
-    valid = tf.strings.regex_full_match(text, r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
-    values = tf.strings.to_number(tf.where(valid, text, "0"), tf.float64)
-    return tf.where(valid & tf.math.is_finite(values), values, tf.constant(np.nan, tf.float64))
-
-
-def feedback_ids(text, label):
-    """int32 hist_feedback ids of label texts under the spec's label (zoo.datasets.spec_reading.labels): 1
-    negative, 2 positive, 3 unknown (empty, or not a value the label reads)."""
-    import tensorflow as tf
-
-    stripped = tf.strings.strip(text)
-    if "op" not in label:  # a 0/1 column
-        values = _parsed_numbers(text)
-        known, positive = tf.equal(values, 0.0) | tf.equal(values, 1.0), tf.equal(values, 1.0)
-    elif label["op"] == "in" or isinstance(label["value"], str):
-        wanted = [v if isinstance(v, str) else f"{v:g}" for v in
-                  (label["value"] if label["op"] == "in" else [label["value"]])]
-        if label["op"] == "in":  # (spec_reading.rule_holds: "in" compares stripped texts, == and != the texts)
-            positive = tf.reduce_any(tf.stack([tf.equal(stripped, w) for w in wanted]), axis=0)
-        elif label["op"] in ("==", "!="):
-            positive = tf.equal(text, wanted[0]) if label["op"] == "==" else tf.not_equal(text, wanted[0])
-        else:
-            raise ZooError(f"the raw signature reads text labels with in, == and !=, not {label['op']!r}")
-        known = tf.not_equal(stripped, "")
-    else:
-        values = _parsed_numbers(text)
-        compare = {"==": tf.equal, "!=": tf.not_equal, ">=": tf.greater_equal, ">": tf.greater,
-                   "<=": tf.less_equal, "<": tf.less}[label["op"]]
-        known, positive = ~tf.math.is_nan(values), compare(values, tf.constant(float(label["value"]), tf.float64))
-    return tf.where(known, tf.where(positive, 2, 1), 3)
-
-
-def _days_from_civil(year, month, day):
-    """Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm), int64 tensors."""
-    import tensorflow as tf
-
-    year = year - tf.cast(month <= 2, tf.int64)
-    era = year // 400
-    year_of_era = year - era * 400
-    day_of_year = (153 * ((month + 9) % 12) + 2) // 5 + day - 1
-    day_of_era = year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year
-    return era * 146097 + day_of_era - 719468
-
-
-def _iso_seconds(text):
-    """(int64 unix seconds, valid bool) of ISO 8601 texts: YYYY-MM-DD[(T| )HH:MM[:SS[.f]]][Z|+-HH[:]MM];
-    without a zone the time is UTC (as the engine reads it); a date or clock that does not exist (month 13,
-    February 30, 25:00) is not valid."""
-    import tensorflow as tf
-
-    text = tf.strings.strip(text)
-    shape = r"\d{4}-\d\d-\d\d([T ]\d\d:\d\d(:\d\d(\.\d+)?)?)?(Z|[+-]\d\d:?\d\d)?"
-    valid = tf.strings.regex_full_match(text, shape)
-    safe = tf.where(valid, text, "1970-01-01")
-
-    def number(start, length):
-        part = tf.strings.substr(safe, start, length)
-        return tf.strings.to_number(tf.where(tf.equal(part, ""), "0", part), tf.int64)
-
-    year, month, day = number(0, 4), number(5, 2), number(8, 2)
-    has_clock = tf.strings.length(safe) >= 16
-    clock = tf.where(has_clock, safe, "1970-01-01T00:00:00")
-    hour = tf.strings.to_number(tf.strings.substr(clock, 11, 2), tf.int64)
-    minute = tf.strings.to_number(tf.strings.substr(clock, 14, 2), tf.int64)
-    has_seconds = tf.strings.regex_full_match(safe, r".{16}:\d\d.*")
-    second = tf.where(has_seconds, tf.strings.to_number(
-        tf.strings.substr(tf.where(has_seconds, safe, "1970-01-01T00:00:00"), 17, 2), tf.int64), 0)
-    zone = tf.strings.regex_replace(safe, r"^.*?([+-]\d\d):?(\d\d)$", r"\1\2")
-    zoned = tf.strings.regex_full_match(safe, r".*[+-]\d\d:?\d\d") & has_clock
-    zone = tf.where(zoned, zone, "+0000")
-    sign = tf.where(tf.strings.substr(zone, 0, 1) == "-", tf.constant(-1, tf.int64), 1)
-    offset = sign * (tf.strings.to_number(tf.strings.substr(zone, 1, 2), tf.int64) * 3600
-                     + tf.strings.to_number(tf.strings.substr(zone, 3, 2), tf.int64) * 60)
-    seconds = _days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offset
-    # a real calendar date and clock, as the engine's reader requires ("2024-13-45" is no time)
-    leap = ((year % 4 == 0) & (year % 100 != 0)) | (year % 400 == 0)
-    days = tf.gather(tf.constant([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], tf.int64),
-                     tf.clip_by_value(month - 1, 0, 11)) + tf.cast(leap & (month == 2), tf.int64)
-    real = (month >= 1) & (month <= 12) & (day >= 1) & (day <= days) & (hour < 24) & (minute < 60) & (second < 60)
-    return seconds, valid & real
-
-
-def parse_times(text, fmt):
-    """(int64 unix seconds, valid bool) of time texts in the spec's format; valid from 1990-01-01 to
-    2100-01-01 (excluded), the window the engine reads (zoo.datasets.spec_reading.EARLIEST_TIME, LATEST_TIME)."""
-    import tensorflow as tf
-
-    if fmt == "iso8601":
-        seconds, valid = _iso_seconds(text)
-        return seconds, valid & (seconds >= EARLIEST_TIME) & (seconds < LATEST_TIME)
-    scale = 1000.0 if fmt == "unix_ms" else 1.0
-    values = _parsed_numbers(text) / scale
-    valid = tf.math.is_finite(values) & (values >= EARLIEST_TIME) & (values < LATEST_TIME)  # (NaN compares false)
-    return tf.cast(tf.floor(tf.where(valid, values, 0.0)), tf.int64), valid
-
-
-def _bucket_ids(values, edges):
-    """int32 ids 1..len(edges)+1 of float64 values among sorted bucket edges (np.searchsorted's "right"); no
-    edge (one value on every training row): id 1."""
-    import tensorflow as tf
-
-    if not len(edges):
-        return tf.ones_like(values, tf.int32)
-    flat = tf.reshape(values, (1, -1))
-    ids = tf.searchsorted(tf.constant(np.asarray(edges, np.float64).reshape(1, -1)), flat, side="right") + 1
-    return tf.reshape(tf.cast(ids, tf.int32), tf.shape(values))
-
-
 # ---------------------------------------------------------------------------------------- the graph
 class RawPreprocessing:
     """The fitted preprocessing of a spec as TensorFlow ops (tables built once, at export)."""
@@ -227,72 +109,37 @@ class RawPreprocessing:
         self.tables = {}
         for column, fitted in self.states.items():
             if fitted["kind"] == "vocabulary":
-                tokens = fitted["tokens"]
-                initializer = tf.lookup.KeyValueTensorInitializer(
-                    tf.constant(tokens or [""], tf.string),
-                    tf.range(1, max(len(tokens), 1) + 1, dtype=tf.int64))
-                self.tables[column] = tf.lookup.StaticHashTable(initializer, default_value=len(tokens) + 1)
+                self.tables[column] = vocabulary.table(fitted)
             elif fitted["kind"] == "statistics" and "values" in fitted:  # a key's counts over the fitted log
-                initializer = tf.lookup.KeyValueTensorInitializer(
-                    tf.constant(fitted["values"] or [""], tf.string),
-                    tf.range(1, max(len(fitted["values"]), 1) + 1, dtype=tf.int64))
-                self.tables[column] = tf.lookup.StaticHashTable(initializer, default_value=0)
+                self.tables[column] = statistics.table(fitted)
 
     def _fitted(self, column):
         fitted = self.states[column]
         return (self.states[fitted["column"]], fitted["column"]) if fitted["kind"] == "shared" else (fitted, column)
 
     def ids(self, column, text):
-        """(int32 ids, bool unknown) of a categorical column's texts."""
-        import tensorflow as tf
-
+        """(int32 ids, bool unknown) of a categorical column's texts (zoo.datasets.transforms.vocabulary)."""
         fitted, owner = self._fitted(column)
-        if fitted["kind"] == "hashed":
-            ids = tf.strings.to_hash_bucket_fast(text, fitted["buckets"]) + 1
-            return tf.cast(ids, tf.int32), tf.zeros_like(ids, tf.bool)
-        if not fitted["tokens"]:
-            ids = tf.ones_like(text, tf.int64)
-        else:
-            ids = self.tables[owner].lookup(text)
-        return tf.cast(ids, tf.int32), tf.equal(ids, len(fitted["tokens"]) + 1)
+        return vocabulary.graph_ids(fitted, self.tables.get(owner), text)
 
     def tags(self, column, options, text):
-        """(int32 ids [..., S], unknown [B]) of a tags column's texts ([B] or [B, M]): split at the separator,
-        values trimmed, empty ones skipped, the first S = max_tags kept (rows cut counted as repaired)."""
-        import tensorflow as tf
-
-        size = options["max_tags"]
-        tokens = tf.strings.regex_replace(tf.strings.split(text, options["separator"]), TRIMMED, "")
-        tokens = tf.ragged.boolean_mask(tokens, tf.not_equal(tokens, ""))
-        ids, oov = self.ids(column, tokens.flat_values)
-        batch, shape = tf.shape(text)[0], tf.concat([tf.shape(text), [size]], 0)
-        ids = tokens.with_flat_values(ids).to_tensor(0, shape=shape)
-        cut = tf.cast(tokens.row_lengths(axis=-1) > size, tf.int32)
-        self.repaired.append(tf.reduce_sum(tf.reshape(cut, (batch, -1)), axis=1))
-        oov = tokens.with_flat_values(tf.cast(oov, tf.int32)).to_tensor(0, shape=shape)  # (the kept values only)
-        return ids, tf.reduce_sum(tf.reshape(oov, (batch, -1)), axis=1)
+        """(int32 ids [..., S], unknown [B]) of a tags column's texts ([B] or [B, M]) (zoo.datasets.transforms.tags;
+        rows cut counted as repaired)."""
+        ids, unknown, cut = tags.graph_ids(lambda flat: self.ids(column, flat), text, options)
+        self.repaired.append(cut)
+        return ids, unknown
 
     def numeric(self, column, text):
-        """float32 values (role num) or int32 bucket ids of a numeric column's texts."""
+        """float32 values (role num) or int32 bucket ids of a numeric column's texts
+        (zoo.datasets.transforms.numeric; values filled or clipped counted as repaired)."""
         import tensorflow as tf
 
-        fitted = self.states[column]
-        values = _parsed_numbers(text)  # "abc", "inf", "1e400": not a finite number, filled as a missing value
-        self.repaired.append(tf.reduce_sum(tf.reshape(tf.cast(
-            tf.math.is_nan(values) & tf.not_equal(tf.strings.strip(text), ""), tf.int32), (tf.shape(text)[0], -1)), axis=1))
-        if fitted["log1p"]:
-            values = tf.sign(values) * tf.math.log1p(tf.abs(values))
-        values = tf.where(tf.math.is_nan(values), tf.constant(fitted["fill"], tf.float64), values)
-        if "edges" in fitted:
-            return _bucket_ids(values, fitted["edges"])
-        if "std" in fitted:
-            values = (values - fitted["mean"]) / fitted["std"]
-        beyond = tf.abs(values) > NUMERIC_LIMIT  # clipped and counted, as the engine does
-        self.repaired.append(tf.reduce_sum(tf.reshape(tf.cast(beyond, tf.int32), (tf.shape(text)[0], -1)), axis=1))
-        return tf.cast(tf.clip_by_value(values, -NUMERIC_LIMIT, NUMERIC_LIMIT), tf.float32)
+        values, repaired = numeric.graph_encoded(self.states[column], text)
+        self.repaired.append(tf.reduce_sum(tf.reshape(tf.cast(repaired, tf.int32), (tf.shape(text)[0], -1)), axis=1))
+        return values
 
     def statistics(self, key, group, names, inputs, by_column, features):
-        """{feature key: int32 bucket ids} of a key's running statistics (zoo.datasets.statistics): the user's
+        """{feature key: int32 bucket ids} of a key's running statistics (zoo.datasets.transforms.statistics): the user's
         from the request's history entries (kept by `_history`), a (user, column) pair's from those of
         them whose column's id is the candidate's, another key's from the fitted table of the whole fitted
         log; [B] for a user or ctx key, [B, M] for a cand key or a pair."""
@@ -311,15 +158,10 @@ class RawPreprocessing:
             positives = tf.cast(tf.reduce_sum(tf.where(positive, counted, 0), axis=-1), tf.float64)
         else:
             text = inputs[by_column[(key, "cand" if spec.columns[key]["role"] == "cand" else "row")]]
-            index = self.tables[statistics_state(key)].lookup(text)
-            rows = tf.gather(tf.constant(np.r_[0.0, np.asarray(state["rows"], np.float64)]), index)
-            positives = tf.gather(tf.constant(np.r_[0.0, np.asarray(state["positives"], np.float64)]), index)
+            rows, positives = statistics.graph_table_counts(state, self.tables[statistics_state(key)], text)
         prior_rows = float(spec.statistics["prior_rows"])
-        values = [rows, positives, smoothed_rate(positives, rows, prior, prior_rows)]  # (tensors, the same arithmetic)
-        out = {}
-        for i, (name, value) in enumerate(zip(names, values)):
-            out[f"{group}_{name}"] = _bucket_ids(value, state["edges"][i])
-        return out
+        values = [rows, positives, statistics.smoothed_rate(positives, rows, prior, prior_rows)]  # (the same arithmetic)
+        return {f"{group}_{name}": ids for name, ids in zip(names, statistics.graph_bucketed(values, state))}
 
     def _history(self, fields, times, request_time):
         """{hist key: [B, L]} from [B, H] texts: entries before the request's time, ordered by time (stable),
@@ -330,7 +172,7 @@ class RawPreprocessing:
         first = next(iter(fields.values()))[1]
         present = tf.not_equal(first, "")
         if times is not None:
-            seconds, valid_time = parse_times(times, self.spec.time["format"])
+            seconds, valid_time = time_reading.parse_times(times, self.spec.time["format"])
             keep = present & valid_time & (seconds < request_time[:, None])
         else:
             seconds, keep = tf.zeros_like(first, tf.int64), present
@@ -351,7 +193,7 @@ class RawPreprocessing:
         unknown = tf.zeros(tf.shape(first)[:1], tf.int32)
         for key_name, (column, text) in fields.items():
             if key_name == "hist_feedback":
-                ids = feedback_ids(text, self.spec.label)
+                ids = label_rules.feedback_ids(text, self.spec.label)
                 self.entries["positive"] = tf.equal(ids, 2)
                 out[key_name] = tf.where(kept, newest(ids, 0), 0)
                 continue
@@ -378,7 +220,7 @@ class RawPreprocessing:
         request_time = None
         if spec.time is not None:
             name = by_column[(spec.time["column"], "time")]
-            request_time, valid = parse_times(inputs[name], spec.time["format"])
+            request_time, valid = time_reading.parse_times(inputs[name], spec.time["format"])
             what = {"unix_s": "unix seconds", "unix_ms": "unix milliseconds", "iso8601": "an ISO 8601 time"}
             check = tf.debugging.Assert(tf.reduce_all(valid), [
                 f"the request time {name} holds a value that is not {what[spec.time['format']]} from 1990 to 2100"])
@@ -424,8 +266,7 @@ class RawPreprocessing:
         if spec.time is not None:
             local = request_time + int(spec.time["utc_offset_hours"] * 3600)
             for name in spec.time["derive"]:
-                value = (local // 3600) % 24 + 1 if name == "hour" else (local // 86400 + 3) % 7 + 1
-                features[f"ctx_{name}"] = tf.cast(value, tf.int32)
+                features[f"ctx_{name}"] = tf.cast(time_reading.derived(name, local), tf.int32)
         for key, group, names in spec.statistics_features():
             features.update(self.statistics(key, group, names, inputs, by_column, features))
         if schema.time:
@@ -444,7 +285,7 @@ class RawPreprocessing:
         refuses such an earlier log alike). Single "" labels stay unknown (hist_feedback 3), as in a log."""
         import tensorflow as tf
 
-        _, entries = parse_times(times, self.spec.time["format"])  # (an entry of unreadable time is cut anyway)
+        _, entries = time_reading.parse_times(times, self.spec.time["format"])  # (an entry of unreadable time is cut anyway)
         labelled = tf.logical_and(entries, tf.not_equal(tf.strings.strip(labels), ""))
         name = by_column[(self.spec.label["column"], "history")]
         check = tf.debugging.Assert(tf.logical_or(tf.logical_not(tf.reduce_any(entries)), tf.reduce_any(labelled)), [

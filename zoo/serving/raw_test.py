@@ -1,5 +1,4 @@
 import csv
-import datetime
 import os
 import tempfile
 import unittest
@@ -16,30 +15,11 @@ from zoo.datasets.pipeline import make_dataset
 from zoo.datasets.spec import DataSpec
 from zoo.errors import ZooError
 from zoo.serving.export_test import serving_check
-from zoo.serving.raw import RawPreprocessing, parse_times
+from zoo.serving.raw import RawPreprocessing
 from zoo.serving.request import build_request
 
 tensorflow_only = unittest.skipUnless(keras.backend.backend() == "tensorflow",
                                       "the raw graph is TensorFlow's (export re-runs under TF on other backends)")
-
-
-class ParseTimesTest(TestCase):
-    @tensorflow_only
-    def test_iso_and_unix_texts_read_as_the_engine_reads_them(self):
-        texts = ["2024-03-01T12:00:00Z", "2024-03-01 12:00:00", "2024-03-01T12:00:00+08:00", "2024-02-29",
-                 "1999-12-31T23:59:59.75Z", "2024-03-01T12:00-05:30", "not a time", ""]
-        seconds, valid = parse_times(np.array(texts), "iso8601")
-        expected = []
-        for text in texts[:6]:
-            moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-            if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=datetime.timezone.utc)
-            expected.append(int(moment.timestamp() // 1))
-        np.testing.assert_array_equal(seconds.numpy()[:6], expected)
-        np.testing.assert_array_equal(valid.numpy(), [True] * 6 + [False, False])
-        seconds, valid = parse_times(np.array(["1709294400123", "", "x1"][:2]), "unix_ms")
-        np.testing.assert_array_equal(seconds.numpy()[:1], [1709294400])
-        np.testing.assert_array_equal(valid.numpy(), [True, False])
 
 
 @tensorflow_only

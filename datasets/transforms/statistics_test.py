@@ -1,7 +1,7 @@
 import numpy as np
 
 from tests.testing import TestCase
-from zoo.datasets import statistics
+from zoo.datasets.transforms import statistics
 
 
 class RunningStatisticsTest(TestCase):

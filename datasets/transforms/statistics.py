@@ -13,6 +13,10 @@ candidate's key, the item: ids that each of M candidates carries; the user's: pr
 "Before" is strictly earlier in time: rows at one time do not see each other, and no row sees its own label (zoo.recipes.baselines' user
 running rate is the same count). The arithmetic lives here once, for the engine, the raw signature's
 constants and the baselines.
+
+State (in preprocessing.json): {"kind": "statistics", "edges": [3 lists]} per key's group; a key other
+than the user also keeps its table of counts over the fitted log ("values", "rows", "positives"), the
+counts a scored row of that key reads (batch form: `table_counts`; graph form: `graph_table_counts`).
 """
 
 import numpy as np
@@ -68,7 +72,7 @@ def raw_values(rows, positives, prior, prior_rows):
 def fit(values, train, buckets):
     """{"edges": [3 lists]}: equal-frequency bucket edges of each raw value on the training rows (np.quantile's,
     zoo.datasets.spec_engine.bucket_edges; on whole counts, so the raw signature's buckets are exact)."""
-    from zoo.datasets.spec_engine import bucket_edges
+    from zoo.datasets.transforms.numeric import bucket_edges
 
     chosen = values[train]
     return {"edges": [bucket_edges(len(column), buckets, lambda k, c=np.sort(column): c[k]) for column in chosen.T]}
@@ -78,3 +82,44 @@ def transformed(values, state):
     """[n, 3] int32 bucket ids 1..len(edges)+1 of raw values under a fitted state."""
     return np.stack([1 + np.searchsorted(np.asarray(edges), values[:, i], side="right")
                      for i, edges in enumerate(state["edges"])], axis=1).astype(np.int32)
+
+
+def table_counts(state, text):
+    """(rows, positives) [n] float64 of each value of `text` (a pyarrow string array) in a key's table of
+    counts; 0 for a value the table lacks."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    index = np.asarray(pc.index_in(text, pa.array(state["values"], pa.string())).fill_null(-1))
+    known = index >= 0
+    rows = np.where(known, np.asarray(state["rows"], np.float64)[np.where(known, index, 0)], 0.0)
+    positives = np.where(known, np.asarray(state["positives"], np.float64)[np.where(known, index, 0)], 0.0)
+    return rows, positives
+
+
+# ---------------------------------------------------------------------------------------- graph form
+def table(state):
+    """The lookup table of a key's values (row 1.. of its counts; 0 for a value it lacks), built at export."""
+    import tensorflow as tf
+
+    initializer = tf.lookup.KeyValueTensorInitializer(
+        tf.constant(state["values"] or [""], tf.string), tf.range(1, max(len(state["values"]), 1) + 1, dtype=tf.int64))
+    return tf.lookup.StaticHashTable(initializer, default_value=0)
+
+
+def graph_table_counts(state, lookup, text):
+    """(rows, positives) float64 of tf.string texts in a key's table of counts (`table`); 0 where it lacks one."""
+    import tensorflow as tf
+
+    index = lookup.lookup(text)
+    rows = tf.gather(tf.constant(np.r_[0.0, np.asarray(state["rows"], np.float64)]), index)
+    positives = tf.gather(tf.constant(np.r_[0.0, np.asarray(state["positives"], np.float64)]), index)
+    return rows, positives
+
+
+def graph_bucketed(values, state):
+    """int32 bucket ids of the raw values [rows, positives, rate] (tensors) under a fitted state: `transformed`'s
+    ids, one tensor per value."""
+    from zoo.datasets.transforms.numeric import graph_bucket_ids
+
+    return [graph_bucket_ids(value, edges) for value, edges in zip(values, state["edges"])]

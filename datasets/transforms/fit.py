@@ -1,0 +1,86 @@
+"""Fit: a data spec's fit over its training rows, one batch of rows at a time.
+
+The in-memory build (zoo.datasets.spec_engine) adds all its rows at once; the streaming build
+(spec_streaming) adds one batch after another; a fit under a process group exchanges each column's
+counts in turn. Either way the fitted states are the same function of the training rows:
+
+    categorical, BARS numeric     vocabulary.py's state of the values' counts (or hashing)
+    numeric                       numeric.py's state of the values' moments and order statistics
+    tags                          a vocabulary of each training row's first max_tags values
+    list                          a vocabulary of the newest L tokens of each training row's list, or the
+                                  vocabulary of the candidate column of the same feature ("shared")
+
+A fit that continues a preset (`base`: engine.build's grow_from) keeps its numeric states and grows its
+vocabularies (vocabulary.vocabulary_state).
+"""
+
+import numpy as np
+
+from zoo.datasets.transforms import numeric, tags, vocabulary
+
+
+def shared_column(columns, options):
+    """The cand_ categorical column whose vocabulary a list column shares (same feature), or None."""
+    return next((name for name, other in columns.items() if other["role"] == "cand"
+                 and other["type"] == "categorical" and other["feature"] == options["feature"]), None)
+
+
+def fitted_tokens(tokens, lengths, train, length):
+    """bool [T]: the list tokens the vocabulary is fitted on: the newest `length` of each training row's list."""
+    row_of, rank = tags.token_positions(lengths)
+    return train[row_of] & (rank >= np.repeat(lengths, lengths) - length)
+
+
+class Fit:
+    """The spec's fit, batch by batch: `add(data, train)` per batch of read rows (zoo.datasets.spec_engine's
+    columns: text, numeric, list), then `states(group, base)`."""
+
+    def __init__(self, spec):
+        self.spec, self.counts, self.moments = spec, {}, {}
+
+    def add(self, data, train):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        spec, mask = self.spec, pa.array(train)
+        for name, options in spec.columns.items():
+            kind = options["type"]
+            if options.get("hash_buckets") or kind == "list" and shared_column(spec.columns, options):
+                continue
+            if kind == "categorical":
+                values = pc.filter(data["text"][name], mask)
+            elif kind == "numeric" and options.get("bars"):
+                values = numeric.bars_tokens(data["numeric"][name][train])
+            elif kind == "numeric":
+                self.moments.setdefault(name, numeric.Moments(bool(options["buckets"]))).add(
+                    numeric.transformed(options, data["numeric"][name][train]))
+                continue
+            elif kind == "tags":
+                tokens, lengths = data["list"][name]
+                keep, row_of, _ = tags.kept(lengths, options["max_tags"])
+                values = pa.array(tokens[keep & train[row_of]], pa.string())
+            else:
+                tokens, lengths = data["list"][name]
+                values = pa.array(tokens[fitted_tokens(tokens, lengths, train, spec.sequence_length)], pa.string())
+            self.counts.setdefault(name, vocabulary.Counts()).add(values)
+        return self
+
+    def states(self, group, base=None):
+        """{column: fitted state} over every process of `group` (each column's counts exchanged in turn), in
+        the spec's column order with list columns last; continuing `base`'s where given."""
+        base = base or {}
+        columns, states = self.spec.columns, {}
+        for name, options in columns.items():
+            if options["type"] == "list":
+                continue
+            if options["type"] == "numeric" and not options.get("bars"):
+                states[name] = base.get(name) or self.moments.get(name, numeric.Moments(bool(options["buckets"]))).state(
+                    options, group)
+            else:
+                states[name] = self.counts.get(name, vocabulary.Counts()).state(options, group, base.get(name))
+        for name, options in columns.items():
+            if options["type"] == "list":
+                shared = shared_column(columns, options)
+                states[name] = ({"kind": "shared", "column": shared} if shared
+                                else self.counts.get(name, vocabulary.Counts()).state(options, group, base.get(name)))
+        return states

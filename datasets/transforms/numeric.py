@@ -1,0 +1,238 @@
+"""Numbers: log1p, the fill of missing values, standardisation or equal-frequency buckets, the clip.
+
+State (in preprocessing.json): {"kind": "numeric", "log1p": bool, "fill": f, ["mean": m, "std": s],
+["buckets": n, "edges": [...]]}. A value x becomes
+
+    x' = sign(x) log(1 + |x|)            (log1p)
+    x' = fill                            (missing: the training mean of the present values, or a constant)
+    x' = (x' - mean) / std               (scale "standardize": the training rows' mean and deviation,
+                                          missing values counted at the fill)
+    id = 1 + #{edges <= x'}              (buckets: np.quantile's edges at q = i / buckets of the training
+                                          rows, distinct; a bucketed column is categorical in the contract)
+    x' = clip(x', -1e9, 1e9)             (the contract's bound, counted)
+
+A BARS column (`"bars": true`, Criteo_x4's numbers as categories) is a token instead: missing -> 0,
+x > 2 -> floor(ln(x)^2), else int(x); its vocabulary is vocabulary.py's.
+"""
+
+import numpy as np
+
+from zoo.schema import NUMERIC_LIMIT
+
+
+def transformed(options, values):
+    """A numeric column's values before the fit: log1p (sign kept) when asked; NaN where missing."""
+    if options["log1p"]:
+        return np.sign(values) * np.log1p(np.abs(values))
+    return values
+
+
+def fill_value(options, count, total):
+    """The fill of missing values: the mean of the `count` present training values (summing to `total`), or the
+    spec's constant."""
+    if options["fill"] == "mean":
+        return float(total / count) if count else 0.0
+    return float(options["fill"])
+
+
+def bucket_edges(n, buckets, order_statistics):
+    """Equal-frequency bucket edges of n training values: np.quantile's linear interpolation at q = i /
+    buckets, from `order_statistics(k)` (the k-th smallest values, k sorted); distinct edges."""
+    if not n:
+        return []
+    virtual = (n - 1) * (np.arange(1, buckets) / buckets)
+    previous = np.floor(virtual).astype(np.int64)
+    following = np.minimum(previous + 1, n - 1)
+    wanted = np.unique(np.concatenate([previous, following]))
+    found = np.asarray(order_statistics(wanted))
+    low, high = found[np.searchsorted(wanted, previous)], found[np.searchsorted(wanted, following)]
+    return [float(e) for e in np.unique(_lerp(low, high, virtual - previous))]
+
+
+def _lerp(a, b, t):
+    """a + (b - a) t as np.quantile computes it (from b's side for t >= 0.5), so the edges are its own."""
+    difference = b - a
+    out = a + difference * t
+    return np.where(t >= 0.5, b - difference * (1 - t), out)
+
+
+def bars_tokens(values):
+    """BARS' numeric-as-category token (Criteo_x4): missing -> 0; x > 2 -> floor(ln(x)^2), else int(x)."""
+    import pyarrow as pa
+
+    values = np.where(np.isnan(values), 0.0, values)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        squared = np.floor(np.log(np.where(values > 2, values, 3.0)) ** 2)
+    tokens = np.where(values > 2, squared, np.trunc(values)).astype(np.int64)
+    return pa.array(tokens.astype(str), pa.string())
+
+
+# ---------------------------------------------------------------------------------------- the fit
+class Distinct:
+    """Distinct numbers with their counts, merged when the unmerged batches outgrow the merged (memory: the
+    distinct values)."""
+
+    def __init__(self):
+        self.merged = (np.zeros(0), np.zeros(0, np.int64))
+        self.pending, self.pending_rows = [], 0
+
+    def add(self, values, counts=None):
+        values, counts = np.unique(values, return_counts=True) if counts is None else (values, counts)
+        self.pending.append((np.asarray(values, np.float64), np.asarray(counts, np.int64)))
+        self.pending_rows += len(values)
+        if self.pending_rows > max(self.merged[0].size, 2**16):
+            self._merge()
+
+    def _merge(self):
+        if self.pending:
+            values = np.concatenate([self.merged[0]] + [v for v, _ in self.pending])
+            counts = np.concatenate([self.merged[1]] + [c for _, c in self.pending])
+            unique, inverse = np.unique(values, return_inverse=True)
+            self.merged = unique, np.bincount(inverse.reshape(-1), weights=counts, minlength=unique.size).astype(np.int64)
+            self.pending, self.pending_rows = [], 0
+
+    @property
+    def values(self):
+        self._merge()
+        return self.merged[0]
+
+    @property
+    def counts(self):
+        self._merge()
+        return self.merged[1]
+
+    @classmethod
+    def of_pairs(cls, pairs):
+        """One multiset of several (values, counts) pairs."""
+        out = cls()
+        for values, counts in pairs:
+            out.add(values, counts)
+        return out
+
+    def order_statistics(self, positions):
+        """The k-th smallest values (k from 0) of the multiset, for each k of `positions`."""
+        return self.values[np.searchsorted(np.cumsum(self.counts), np.asarray(positions), side="right")]
+
+
+class Moments:
+    """A numeric column's fit, batch by batch: the present training values' count, sum, mean and squared
+    deviations (pairwise update), the missing count, and (for buckets) the distinct values with counts."""
+
+    def __init__(self, bucketed):
+        self.count = self.total = self.mean = self.squares = 0.0
+        self.missing = 0
+        self.distinct = Distinct() if bucketed else None
+
+    def add(self, values):
+        missing = np.isnan(values)
+        self.missing += int(missing.sum())
+        present = values[~missing]
+        if present.size:
+            with np.errstate(over="ignore"):  # (values near float64's limit: an infinite deviation, as np.std's)
+                part = (present.size, present.mean(), np.square(present - present.mean()).sum())
+            self.count, self.mean, self.squares = combine((self.count, self.mean, self.squares), part)
+            self.total += float(present.sum())
+            if self.distinct is not None:
+                self.distinct.add(present)
+
+    def state(self, options, group):
+        """The column's fitted state over every process of `group`."""
+        if group.size > 1:
+            self._gather(group)
+        fill = fill_value(options, self.count, self.total)
+        state = {"kind": "numeric", "log1p": options["log1p"], "fill": fill}
+        n, mean, squares = combine((self.count, self.mean, self.squares), (self.missing, fill, 0.0))
+        if options["scale"] == "standardize":
+            std = float(np.sqrt(squares / n)) if n else 1.0
+            state.update(mean=float(mean) if n else 0.0, std=std if std > 0 else 1.0)
+        if options["buckets"]:
+            if self.missing:
+                self.distinct.add(np.asarray([fill]), np.asarray([self.missing]))
+            state.update(buckets=options["buckets"],
+                         edges=bucket_edges(int(n), options["buckets"], self.distinct.order_statistics))
+        return state
+
+    def _gather(self, group):
+        parts = group.allgather((self.count, self.total, self.mean, self.squares, self.missing,
+                                 None if self.distinct is None else (self.distinct.values, self.distinct.counts)))
+        self.count = self.total = self.mean = self.squares = 0.0
+        self.missing = 0
+        for count, total, mean, squares, missing, _ in parts:
+            self.count, self.mean, self.squares = combine((self.count, self.mean, self.squares), (count, mean, squares))
+            self.total += total
+            self.missing += missing
+        if self.distinct is not None:
+            self.distinct = Distinct.of_pairs([part[5] for part in parts])
+
+
+def combine(a, b):
+    """(count, mean, sum of squared deviations) of two parts together (Chan, Golub and LeVeque)."""
+    (na, ma, sa), (nb, mb, sb) = a, b
+    n = na + nb
+    if not nb:
+        return a
+    if not na:
+        return b
+    delta = mb - ma
+    return n, ma + delta * nb / n, sa + sb + delta * delta * na * nb / n
+
+
+# ---------------------------------------------------------------------------------------- batch form
+def encoded(state, values):
+    """(float32 values or int32 bucket ids [n], missing [n], clipped [n]) of transformed values (NaN where
+    missing) under a fitted state."""
+    missing = np.isnan(values)
+    values = np.where(missing, state["fill"], values)
+    if "edges" in state:
+        return bucket_ids(values, state["edges"]), missing, np.zeros_like(missing)
+    if "std" in state:
+        values = (values - state["mean"]) / state["std"]
+    beyond = np.abs(values) > NUMERIC_LIMIT
+    return np.clip(values, -NUMERIC_LIMIT, NUMERIC_LIMIT).astype(np.float32), missing, beyond
+
+
+def bucket_ids(values, edges):
+    """int32 ids 1..len(edges)+1 of values among sorted bucket edges."""
+    return (1 + np.searchsorted(np.asarray(edges, np.float64), values, side="right")).astype(np.int32)
+
+
+# ---------------------------------------------------------------------------------------- graph form
+def parsed_numbers(text):
+    """float64 of tf.string texts, NaN where empty or not a finite number ("abc", "inf", "1e400")."""
+    import tensorflow as tf
+
+    text = tf.strings.strip(text)
+    valid = tf.strings.regex_full_match(text, r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+    values = tf.strings.to_number(tf.where(valid, text, "0"), tf.float64)
+    return tf.where(valid & tf.math.is_finite(values), values, tf.constant(np.nan, tf.float64))
+
+
+def graph_encoded(state, text):
+    """(float32 values or int32 bucket ids, repaired [same shape] bool) of a numeric column's tf.string
+    texts: a text that is not a finite number is filled as a missing value and counted as repaired, as is a
+    value clipped to the contract's bound."""
+    import tensorflow as tf
+
+    values = parsed_numbers(text)
+    repaired = tf.math.is_nan(values) & tf.not_equal(tf.strings.strip(text), "")
+    if state["log1p"]:
+        values = tf.sign(values) * tf.math.log1p(tf.abs(values))
+    values = tf.where(tf.math.is_nan(values), tf.constant(state["fill"], tf.float64), values)
+    if "edges" in state:
+        return graph_bucket_ids(values, state["edges"]), repaired
+    if "std" in state:
+        values = (values - state["mean"]) / state["std"]
+    repaired |= tf.abs(values) > NUMERIC_LIMIT
+    return tf.cast(tf.clip_by_value(values, -NUMERIC_LIMIT, NUMERIC_LIMIT), tf.float32), repaired
+
+
+def graph_bucket_ids(values, edges):
+    """int32 ids 1..len(edges)+1 of float64 values among sorted bucket edges (np.searchsorted's "right"); no
+    edge (one value on every training row): id 1."""
+    import tensorflow as tf
+
+    if not len(edges):
+        return tf.ones_like(values, tf.int32)
+    flat = tf.reshape(values, (1, -1))
+    found = tf.searchsorted(tf.constant(np.asarray(edges, np.float64).reshape(1, -1)), flat, side="right") + 1
+    return tf.reshape(tf.cast(found, tf.int32), tf.shape(values))
