@@ -1,0 +1,65 @@
+import numpy as np
+
+from tests.testing import TestCase
+from zoo.datasets.process_group import ProcessGroup
+from zoo.datasets.transforms import numeric
+
+
+def options(**overrides):
+    return {"log1p": False, "fill": "mean", "scale": "standardize", "buckets": None, **overrides}
+
+
+class NumericTest(TestCase):
+    def test_the_fit_over_batches_is_numpy_on_the_training_values(self):
+        rng = np.random.default_rng(0)
+        values = rng.normal(3.0, 2.0, 1000)
+        values[rng.random(1000) < 0.1] = np.nan
+        moments = numeric.Moments(bucketed=True)
+        for part in np.array_split(values, 7):
+            moments.add(part)
+        state = moments.state(options(buckets=4), ProcessGroup())
+        present = values[~np.isnan(values)]
+        filled = np.where(np.isnan(values), present.mean(), values)  # missing values count at the fill
+        self.assertAllClose(state["fill"], present.mean(), atol=1e-12)
+        self.assertAllClose(state["mean"], filled.mean(), atol=1e-12)
+        self.assertAllClose(state["std"], filled.std(), atol=1e-12)
+        self.assertEqual(state["edges"], list(np.quantile(filled, [0.25, 0.5, 0.75])))  # np.quantile's, exactly
+
+    def test_log1p_keeps_the_sign_and_a_constant_fill_is_the_constant(self):
+        np.testing.assert_allclose(numeric.transformed(options(log1p=True), np.array([-3.0, 0.0, 9.0])),
+                                   [-np.log(4.0), 0.0, np.log(10.0)])
+        moments = numeric.Moments(bucketed=False)
+        moments.add(np.array([1.0, np.nan, 3.0]))
+        state = moments.state(options(fill=-1.0, scale=None), ProcessGroup())
+        self.assertEqual(state, {"kind": "numeric", "log1p": False, "fill": -1.0})
+
+    def test_batch_and_graph_forms_encode_alike(self):
+        import tensorflow as tf
+
+        texts = ["2.5", "", "abc", "-1e3", "1e300", "7", " 4 ", "inf"]
+        standardized = {"kind": "numeric", "log1p": True, "fill": 0.5, "mean": 1.0, "std": 2.0}
+        parsed = numeric.parsed_numbers(tf.constant(texts)).numpy()
+        np.testing.assert_array_equal(np.isnan(parsed), [False, True, True, False, False, False, False, True])
+        values, missing, clipped = numeric.encoded(standardized, numeric.transformed(standardized, parsed))
+        expected = (np.where(np.isnan(parsed), 0.5, np.sign(parsed) * np.log1p(np.abs(parsed))) - 1.0) / 2.0
+        np.testing.assert_allclose(values, expected.astype(np.float32))
+        graph, repaired = numeric.graph_encoded(standardized, tf.constant(texts))
+        np.testing.assert_array_equal(graph.numpy(), values)
+        # repaired: a text that is not a finite number (filled), not an empty one (missing)
+        np.testing.assert_array_equal(repaired.numpy(), [False, False, True, False, False, False, False, True])
+        plain = {"kind": "numeric", "log1p": False, "fill": 0.0}
+        values, _, clipped = numeric.encoded(plain, parsed)
+        self.assertEqual(values[4], np.float32(1e9))  # 1e300, clipped to the contract's bound
+        np.testing.assert_array_equal(clipped, [False, False, False, False, True, False, False, False])
+        graph, repaired = numeric.graph_encoded(plain, tf.constant(texts))
+        np.testing.assert_array_equal(graph.numpy(), values)
+        self.assertTrue(repaired.numpy()[4])
+        bucketed = {"kind": "numeric", "log1p": False, "fill": 0.0, "buckets": 3, "edges": [0.0, 5.0]}
+        ids, _, _ = numeric.encoded(bucketed, parsed)
+        np.testing.assert_array_equal(ids, [2, 2, 2, 1, 3, 3, 2, 2])  # 1 + #{edges <= x}; missing -> fill 0.0
+        np.testing.assert_array_equal(numeric.graph_encoded(bucketed, tf.constant(texts))[0].numpy(), ids)
+
+    def test_bars_tokens_follow_the_criteo_x4_rule(self):
+        tokens = numeric.bars_tokens(np.array([np.nan, 0.0, 1.7, 2.0, 3.0, 100.0]))
+        self.assertEqual(tokens.to_pylist(), ["0", "0", "1", "2", str(int(np.log(3.0) ** 2)),
+                                              str(int(np.log(100.0) ** 2))])
