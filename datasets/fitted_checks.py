@@ -14,6 +14,7 @@ import json
 import math
 
 from zoo.datasets.spec import DataSpec, statistics_state
+from zoo.datasets.transforms import numeric
 from zoo.errors import ZooError
 from zoo.schema import Schema
 
@@ -204,14 +205,12 @@ class _Check:
                            f"{buckets - 1}")
 
     def scaler(self, path, table):
-        if "mean" not in table and "std" not in table:
-            return
-        mean = self.field(path, table, "mean", "a scaler needs its mean and standard deviation")
-        std = self.field(path, table, "std", "a scaler needs its mean and standard deviation")
-        if not is_finite(mean):
-            self.refuse(f"{path}.mean", mean, "a scaler's mean is a finite number")
-        if not is_finite(std) or not std > 0:
-            self.refuse(f"{path}.std", std, "a scaler's standard deviation is a positive finite number")
+        problem = numeric.scaler_problem(table)  # (the scales' fields and rules: zoo.datasets.transforms.numeric)
+        if problem is not None:
+            field, rule = problem
+            if field not in table:
+                self.refuse_missing(f"{path}.{field}", rule)
+            self.refuse(f"{path}.{field}", table[field], rule)
 
     # ------------------------------------------------------------------ the tables the spec needs
     def against_spec(self):
@@ -264,11 +263,13 @@ class _Check:
         and the raw signature read the transform from different places."""
         if table["log1p"] != options["log1p"]:
             self.refuse(f"{path}.log1p", table["log1p"], f"the spec's column says log1p {shown(options['log1p'])}")
-        if (options["scale"] == "standardize") != ("std" in table):
+        held = numeric.scale_of(table)
+        if options["scale"] != held:
             rule = f"the spec's column scales by {shown(options['scale'])}"
-            if "std" in table:
-                self.refuse(f"{path}.std", table["std"], rule)
-            self.refuse_missing(f"{path}.std", rule)
+            if held != "none":  # a scaler the spec does not ask for
+                field = numeric.SCALES[held][-1]
+                self.refuse(f"{path}.{field}", table[field], rule)
+            self.refuse_missing(f"{path}.{numeric.SCALES[options['scale']][-1]}", rule)
         if bool(options["buckets"]) != ("edges" in table):
             rule = f"the spec's column has buckets {shown(options['buckets'])}"
             if "edges" in table:

@@ -198,6 +198,12 @@ class FittedChecksTest(TestCase):
              "fitted.price.log1p is false (the spec's column says log1p true)"),
             (lambda state: state["fitted"]["price"].update(edges=[1.0, 2.0], buckets=3),
              "fitted.price.edges is [1.0, 2.0] (the spec's column has buckets null)"),
+            (lambda state: [state["fitted"]["price"].pop(key) for key in ("mean", "std")]
+             + [state["fitted"]["price"].update(min=1.0, max=0.5)],
+             "fitted.price.max is 0.5 (a scaler's greatest value is at least its least value)"),
+            (lambda state: [state["fitted"]["price"].pop(key) for key in ("mean", "std")]
+             + [state["fitted"]["price"].update(min=1.0, max=2.0)],
+             'fitted.price.max is 2.0 (the spec\'s column scales by "standardize")'),
         ])
 
     def test_a_deeply_nested_file_is_one_line(self):

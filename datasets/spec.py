@@ -41,7 +41,7 @@ Sections (every key is checked: an unknown one is refused by name, with the clos
   categorical: `min_count` (rarer training values -> OOV), `max_size` (keep the most frequent), or
   `hash_buckets` N (id = 1 + fingerprint64(value) mod N, for unbounded cardinalities); an empty value is
   its own value. numeric: `log1p` (sign kept), `fill` "mean" (training mean) or a number for missing
-  values (counted as repaired), then `scale` "standardize" (role num) or `buckets` N equal-frequency
+  values (counted as repaired), then `scale` "standardize" or "minmax" (role num) or `buckets` N equal-frequency
   buckets fitted on training values (an id feature, roles user/cand/ctx); or `bars: true` (BARS' Criteo
   rule: missing -> 0, x > 2 -> floor(ln(x)^2), else int(x), as a category with `min_count`). list (role
   hist): `separator`
@@ -102,6 +102,7 @@ import os
 import re
 
 import zoo.budget as budget_module
+from zoo.datasets.transforms import numeric
 from zoo.errors import ZooError
 from zoo.schema import NUMERIC_LIMIT
 
@@ -447,7 +448,7 @@ class DataSpec:
                        "embedding_dim": _positive_int(options.get("embedding_dim", self.embedding_dim),
                                                       f"{where} 'embedding_dim'", budget="embedding_dim")}
             allowed = {"categorical": ("min_count", "max_size", "hash_buckets"),
-                       "numeric": ("log1p", "fill", "scale", "buckets", "bars", "min_count"),
+                       "numeric": numeric.OPTIONS,
                        "list": ("min_count", "max_size", "hash_buckets", "separator", "positions", "padding"),
                        "tags": ("min_count", "max_size", "hash_buckets", "separator", "max_tags")}[kind]
             for flag in ("allow_label_column", "known_before_label"):
@@ -497,35 +498,8 @@ class DataSpec:
                     raise ZooError(f"spec {where}: 'separator' should be a non-empty string")
                 checked["max_tags"] = _positive_int(options.get("max_tags", DEFAULT_MAX_TAGS), f"{where} 'max_tags'",
                                                     budget="sequence_length")
-            if kind == "numeric" and options.get("bars"):
-                if options["bars"] is not True or role not in ("user", "cand", "ctx"):
-                    raise ZooError(f"spec {where}: bars: true makes a numeric an id (BARS' floor(ln(x)^2) token): "
-                                   "role user, cand or ctx")
-                for key in ("log1p", "fill", "scale", "buckets"):
-                    if key in options:
-                        raise ZooError(f"spec {where}: '{key}' does not go with bars")
-                checked.update(bars=True, min_count=_positive_int(options.get("min_count", 1), f"{where} 'min_count'"))
-            elif kind == "numeric":
-                if "min_count" in options:
-                    raise ZooError(f"spec {where}: 'min_count' is for categorical (or bars) columns")
-                checked["log1p"] = bool(options.get("log1p", False))
-                fill = options.get("fill", "mean")
-                if fill != "mean" and (not isinstance(fill, (int, float)) or isinstance(fill, bool)
-                                       or not math.isfinite(fill) or abs(fill) > NUMERIC_LIMIT):
-                    raise ZooError(f"spec {where}: 'fill' should be \"mean\" or a finite number within +-1e9, "
-                                   f"found {fill!r}")
-                checked["fill"] = fill
-                checked["scale"] = options.get("scale", "none")
-                if checked["scale"] not in ("none", "standardize"):
-                    raise ZooError(f"spec {where}: 'scale' should be 'none' or 'standardize'")
-                checked["buckets"] = _positive_int(options.get("buckets"), f"{where} 'buckets'", allow_none=True,
-                                                   budget="buckets")
-                if role == "num" and checked["buckets"]:
-                    raise ZooError(f"spec {where}: bucketed numerics are ids: give it role user, cand or ctx")
-                if role in ("user", "cand", "ctx") and not checked["buckets"]:
-                    raise ZooError(f"spec {where}: a numeric {role} feature needs 'buckets' (or role num)")
-                if role == "hist":
-                    raise ZooError(f"spec {where}: a history field is categorical")
+            if kind == "numeric":
+                checked.update(numeric.checked_options(options, where, role, _positive_int))
             key = f"{role}_{feature}"
             if key in features:
                 raise ZooError(f"spec {where}: feature {key} is also made by column '{features[key]}'")

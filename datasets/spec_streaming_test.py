@@ -16,12 +16,12 @@ CRITEO = SHARED_DATA / "deepctr" / "criteo_sample.txt"
 
 def write_wide_log(path, rows=500, seed=0):
     """A headered CSV with every column kind the streaming build serves: string ids, a quoted title, a
-    '^'-joined item list sharing the item vocabulary, a tag list of its own, counts with gaps, prices."""
+    '^'-joined item list sharing the item vocabulary, a tag list of its own, counts with gaps, prices, stock levels."""
     rng = np.random.default_rng(seed)
     start = 1_700_000_000
     times = np.sort(rng.integers(0, 20 * 86400, size=rows)) + start
     with open(path, "w") as f:
-        f.write("price,clicked,ts,user,item,title,count,tags,seen,device,weight\n")
+        f.write("price,clicked,ts,user,item,title,count,tags,seen,device,weight,stock\n")
         for i in range(rows):
             item = int(rng.zipf(1.6)) % 60
             seen = "^".join(f"sku{int(x)}" for x in rng.integers(0, 60, size=rng.integers(0, 9)))
@@ -30,7 +30,8 @@ def write_wide_log(path, rows=500, seed=0):
             count = "" if i % 7 == 0 else str(int(rng.integers(0, 40)))
             weight = "" if i % 5 == 0 else f"{rng.normal(3.0, 2.0):.2f}"
             f.write(f'{price},{int(rng.random() < 0.3)},{int(times[i])},u{int(rng.integers(0, 40))},sku{item},'
-                    f'"Item {item}, size {item % 3}",{count},{tags},{seen},{["ios", "web"][i % 2]},{weight}\n')
+                    f'"Item {item}, size {item % 3}",{count},{tags},{seen},{["ios", "web"][i % 2]},{weight},'
+                    f'{"" if i % 13 == 0 else i % 50 - 10}\n')
     return path
 
 
@@ -49,6 +50,7 @@ def wide_spec(split):
             "count": {"role": "ctx", "type": "numeric", "bars": True, "min_count": 2},
             "price": {"role": "num", "type": "numeric", "log1p": True, "scale": "standardize"},
             "weight": {"role": "cand", "type": "numeric", "buckets": 6, "fill": 0},
+            "stock": {"role": "num", "type": "numeric", "fill": 0, "scale": "minmax"},
             "seen": {"role": "hist", "type": "list", "separator": "^", "feature": "item"},
             "tags": {"role": "hist", "type": "list", "separator": "^", "min_count": 3},
         },

@@ -7,17 +7,92 @@ State (in preprocessing.json): {"kind": "numeric", "log1p": bool, "fill": f, ["m
     x' = fill                            (missing: the training mean of the present values, or a constant)
     x' = (x' - mean) / std               (scale "standardize": the training rows' mean and deviation,
                                           missing values counted at the fill)
+    x' = (x' - min) / (max - min)        (scale "minmax": the training rows' least and greatest values,
+                                          the fill among them; 0 where they are one value)
     id = 1 + #{edges <= x'}              (buckets: np.quantile's edges at q = i / buckets of the training
                                           rows, distinct; a bucketed column is categorical in the contract)
     x' = clip(x', -1e9, 1e9)             (the contract's bound, counted)
 
 A BARS column (`"bars": true`, Criteo_x4's numbers as categories) is a token instead: missing -> 0,
 x > 2 -> floor(ln(x)^2), else int(x); its vocabulary is vocabulary.py's.
+
+Options (a spec's numeric column): `log1p` (bool), `fill` ("mean" or a number), `scale` (a key of SCALES;
+role num) or `buckets` N (roles user, cand, ctx), or `bars: true` with `min_count`. A scale is one line
+in SCALES and its fit in `Moments.state`: the batch and the graph forms share `scaled`.
 """
 
 import numpy as np
 
+from zoo.errors import ZooError
 from zoo.schema import NUMERIC_LIMIT
+
+OPTIONS = ("log1p", "fill", "scale", "buckets", "bars", "min_count")
+SCALES = {"none": (), "standardize": ("mean", "std"), "minmax": ("min", "max")}  # scale -> its fitted fields
+
+
+def checked_options(options, where, role, positive_int):
+    """A spec's numeric column options, checked (one line naming the option otherwise), with their defaults."""
+    import math
+
+    if options.get("bars"):
+        if options["bars"] is not True or role not in ("user", "cand", "ctx"):
+            raise ZooError(f"spec {where}: bars: true makes a numeric an id (BARS' floor(ln(x)^2) token): "
+                           "role user, cand or ctx")
+        for key in ("log1p", "fill", "scale", "buckets"):
+            if key in options:
+                raise ZooError(f"spec {where}: '{key}' does not go with bars")
+        return {"bars": True, "min_count": positive_int(options.get("min_count", 1), f"{where} 'min_count'")}
+    if "min_count" in options:
+        raise ZooError(f"spec {where}: 'min_count' is for categorical (or bars) columns")
+    fill = options.get("fill", "mean")
+    if fill != "mean" and (not isinstance(fill, (int, float)) or isinstance(fill, bool)
+                           or not math.isfinite(fill) or abs(fill) > NUMERIC_LIMIT):
+        raise ZooError(f"spec {where}: 'fill' should be \"mean\" or a finite number within +-1e9, found {fill!r}")
+    checked = {"log1p": bool(options.get("log1p", False)), "fill": fill, "scale": options.get("scale", "none")}
+    if checked["scale"] not in SCALES:
+        raise ZooError(f"spec {where}: 'scale' should be " + " or ".join(repr(s) for s in SCALES)
+                       + f", found {checked['scale']!r}")
+    checked["buckets"] = positive_int(options.get("buckets"), f"{where} 'buckets'", allow_none=True, budget="buckets")
+    if role == "num" and checked["buckets"]:
+        raise ZooError(f"spec {where}: bucketed numerics are ids: give it role user, cand or ctx")
+    if role in ("user", "cand", "ctx") and not checked["buckets"]:
+        raise ZooError(f"spec {where}: a numeric {role} feature needs 'buckets' (or role num)")
+    if role == "hist":
+        raise ZooError(f"spec {where}: a history field is categorical")
+    return checked
+
+
+def scale_of(state):
+    """The scale a fitted state applies: the one whose fields it holds ("none": none)."""
+    return next((scale for scale, fields in SCALES.items() if any(field in state for field in fields)), "none")
+
+
+def scaler_problem(state):
+    """(field, rule) of the first field of a fitted state's scaler that is missing or not what it should be;
+    None when the scaler is sound (zoo.datasets.fitted_checks refuses a preset's with one line)."""
+    scale = scale_of(state)
+    fields = SCALES[scale]
+    names = {"mean": "mean", "std": "standard deviation", "min": "least value", "max": "greatest value"}
+    for field in fields:
+        if field not in state:
+            return field, "a scaler needs its " + " and ".join(names[f] for f in fields)
+        value = state[field]
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not np.isfinite(value):
+            return field, f"a scaler's {names[field]} is a {'positive ' if field == 'std' else ''}finite number"
+    if scale == "standardize" and not state["std"] > 0:
+        return "std", "a scaler's standard deviation is a positive finite number"
+    if scale == "minmax" and not state["max"] >= state["min"]:
+        return "max", "a scaler's greatest value is at least its least value"
+    return None
+
+
+def scaled(state, values):
+    """Values (NumPy or TensorFlow float64) under the fitted state's scale."""
+    if "std" in state:
+        return (values - state["mean"]) / state["std"]
+    if "max" in state:
+        return (values - state["min"]) / ((state["max"] - state["min"]) or 1.0)
+    return values
 
 
 def transformed(options, values):
@@ -120,6 +195,7 @@ class Moments:
 
     def __init__(self, bucketed):
         self.count = self.total = self.mean = self.squares = 0.0
+        self.low, self.high = np.inf, -np.inf
         self.missing = 0
         self.distinct = Distinct() if bucketed else None
 
@@ -131,6 +207,7 @@ class Moments:
             with np.errstate(over="ignore"):  # (values near float64's limit: an infinite deviation, as np.std's)
                 part = (present.size, present.mean(), np.square(present - present.mean()).sum())
             self.count, self.mean, self.squares = combine((self.count, self.mean, self.squares), part)
+            self.low, self.high = min(self.low, float(present.min())), max(self.high, float(present.max()))
             self.total += float(present.sum())
             if self.distinct is not None:
                 self.distinct.add(present)
@@ -145,6 +222,9 @@ class Moments:
         if options["scale"] == "standardize":
             std = float(np.sqrt(squares / n)) if n else 1.0
             state.update(mean=float(mean) if n else 0.0, std=std if std > 0 else 1.0)
+        if options["scale"] == "minmax":
+            low, high = (min(self.low, fill), max(self.high, fill)) if self.missing else (self.low, self.high)
+            state.update(min=float(low) if n else 0.0, max=float(high) if n else 1.0)
         if options["buckets"]:
             if self.missing:
                 self.distinct.add(np.asarray([fill]), np.asarray([self.missing]))
@@ -153,16 +233,18 @@ class Moments:
         return state
 
     def _gather(self, group):
-        parts = group.allgather((self.count, self.total, self.mean, self.squares, self.missing,
+        parts = group.allgather((self.count, self.total, self.mean, self.squares, self.missing, self.low, self.high,
                                  None if self.distinct is None else (self.distinct.values, self.distinct.counts)))
         self.count = self.total = self.mean = self.squares = 0.0
+        self.low, self.high = np.inf, -np.inf
         self.missing = 0
-        for count, total, mean, squares, missing, _ in parts:
+        for count, total, mean, squares, missing, low, high, _ in parts:
             self.count, self.mean, self.squares = combine((self.count, self.mean, self.squares), (count, mean, squares))
             self.total += total
             self.missing += missing
+            self.low, self.high = min(self.low, low), max(self.high, high)
         if self.distinct is not None:
-            self.distinct = Distinct.of_pairs([part[5] for part in parts])
+            self.distinct = Distinct.of_pairs([part[7] for part in parts])
 
 
 def combine(a, b):
@@ -185,8 +267,7 @@ def encoded(state, values):
     values = np.where(missing, state["fill"], values)
     if "edges" in state:
         return bucket_ids(values, state["edges"]), missing, np.zeros_like(missing)
-    if "std" in state:
-        values = (values - state["mean"]) / state["std"]
+    values = scaled(state, values)
     beyond = np.abs(values) > NUMERIC_LIMIT
     return np.clip(values, -NUMERIC_LIMIT, NUMERIC_LIMIT).astype(np.float32), missing, beyond
 
@@ -220,8 +301,7 @@ def graph_encoded(state, text):
     values = tf.where(tf.math.is_nan(values), tf.constant(state["fill"], tf.float64), values)
     if "edges" in state:
         return graph_bucket_ids(values, state["edges"]), repaired
-    if "std" in state:
-        values = (values - state["mean"]) / state["std"]
+    values = scaled(state, values)
     repaired |= tf.abs(values) > NUMERIC_LIMIT
     return tf.cast(tf.clip_by_value(values, -NUMERIC_LIMIT, NUMERIC_LIMIT), tf.float32), repaired
 

@@ -25,6 +25,28 @@ class NumericTest(TestCase):
         self.assertAllClose(state["std"], filled.std(), atol=1e-12)
         self.assertEqual(state["edges"], list(np.quantile(filled, [0.25, 0.5, 0.75])))  # np.quantile's, exactly
 
+    def test_minmax_scales_by_the_training_rows_least_and_greatest_values(self):
+        import tensorflow as tf
+
+        moments = numeric.Moments(bucketed=False)
+        for part in (np.array([4.0, np.nan, 10.0]), np.array([6.0, 2.0])):
+            moments.add(part)
+        state = moments.state(options(scale="minmax", fill=12.0), ProcessGroup())
+        self.assertEqual((state["min"], state["max"]), (2.0, 12.0))  # the fill of the missing value among them
+        self.assertIsNone(numeric.scaler_problem(state))
+        texts = ["2", "7", "", "22"]
+        values, _, _ = numeric.encoded(state, numeric.parsed_numbers(tf.constant(texts)).numpy())
+        np.testing.assert_allclose(values, [0.0, 0.5, 1.0, 2.0])  # (x - 2) / 10; the fill 12 -> 1; not clipped
+        np.testing.assert_array_equal(numeric.graph_encoded(state, tf.constant(texts))[0].numpy(), values)
+        one = numeric.Moments(bucketed=False)
+        one.add(np.array([3.0, 3.0]))
+        flat = one.state(options(scale="minmax"), ProcessGroup())
+        np.testing.assert_array_equal(numeric.encoded(flat, np.array([3.0, 4.0]))[0], [0.0, 1.0])  # range 0: / 1
+        self.assertEqual(numeric.scaler_problem(dict(flat, max=1.0)),
+                         ("max", "a scaler's greatest value is at least its least value"))
+        self.assertEqual(numeric.scaler_problem({"min": 0.0}),
+                         ("max", "a scaler needs its least value and greatest value"))
+
     def test_log1p_keeps_the_sign_and_a_constant_fill_is_the_constant(self):
         np.testing.assert_allclose(numeric.transformed(options(log1p=True), np.array([-3.0, 0.0, 9.0])),
                                    [-np.log(4.0), 0.0, np.log(10.0)])

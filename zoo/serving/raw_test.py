@@ -37,6 +37,7 @@ class RawSignatureTest(TestCase):
         cls.cache = os.path.join(cls.folder, "cache")
         spec = impression_spec(sequence_length=4)
         spec["columns"] = {"tags": spec["columns"].pop("tags"), **spec["columns"]}  # cand_tags [B, M, S] first
+        spec["columns"]["price"]["scale"] = "minmax"
         cls.processed = prepare(spec, cls.log, cache_dir=cls.cache, verbose=False)
         cls.state = cls.processed.preprocessing()
 
