@@ -102,7 +102,7 @@ import os
 import re
 
 import zoo.budget as budget_module
-from zoo.datasets.transforms import numeric
+from zoo.datasets.transforms import numeric, tags, vocabulary
 from zoo.errors import ZooError
 from zoo.schema import NUMERIC_LIMIT
 
@@ -114,7 +114,6 @@ OPS = ("==", "!=", ">=", ">", "<=", "<", "in")
 TIME_FORMATS = ("unix_s", "unix_ms", "iso8601")
 DERIVED = ("hour", "weekday")
 SPLITS = ("time", "date", "random", "user", "held_out_users", "order")
-DEFAULT_MAX_TAGS = 8  # a tags column's values kept per row (in the order the row writes them)
 STATISTICS = ("seen", "positives", "rate")  # per key: earlier rows, earlier positives, smoothed rate
 
 _KEYS = {
@@ -447,10 +446,9 @@ class DataSpec:
             checked = {"role": role, "feature": feature, "type": kind,
                        "embedding_dim": _positive_int(options.get("embedding_dim", self.embedding_dim),
                                                       f"{where} 'embedding_dim'", budget="embedding_dim")}
-            allowed = {"categorical": ("min_count", "max_size", "hash_buckets"),
-                       "numeric": numeric.OPTIONS,
-                       "list": ("min_count", "max_size", "hash_buckets", "separator", "positions", "padding"),
-                       "tags": ("min_count", "max_size", "hash_buckets", "separator", "max_tags")}[kind]
+            allowed = {"categorical": vocabulary.OPTIONS, "numeric": numeric.OPTIONS,
+                       "list": vocabulary.OPTIONS + ("separator", "positions", "padding"),
+                       "tags": vocabulary.OPTIONS + tags.OPTIONS}[kind]
             for flag in ("allow_label_column", "known_before_label"):
                 if options.get(flag, False) is not False:
                     if options[flag] is not True:
@@ -463,13 +461,7 @@ class DataSpec:
             if kind in ("categorical", "list", "tags"):
                 if role == "num":
                     raise ZooError(f"spec {where}: role num is for numeric columns (a {kind} column is an id)")
-                checked["min_count"] = _positive_int(options.get("min_count", 1), f"{where} 'min_count'")
-                checked["max_size"] = _positive_int(options.get("max_size"), f"{where} 'max_size'", allow_none=True,
-                                                    budget="max_size")
-                checked["hash_buckets"] = _positive_int(options.get("hash_buckets"), f"{where} 'hash_buckets'",
-                                                        allow_none=True, budget="hash_buckets")
-                if checked["hash_buckets"] and (options.get("max_size") or options.get("min_count", 1) != 1):
-                    raise ZooError(f"spec {where}: hash_buckets replaces the vocabulary (no min_count or max_size)")
+                checked.update(vocabulary.checked_options(options, where, _positive_int))
             if kind == "list":
                 if role != "hist":
                     raise ZooError(f"spec {where}: a list column is a history (role hist)")
@@ -489,15 +481,7 @@ class DataSpec:
                 elif "padding" in options:
                     raise ZooError(f"spec {where}: 'padding' goes with 'positions'")
             if kind == "tags":
-                if role not in ("user", "cand", "ctx"):
-                    raise ZooError(f"spec {where}: tags are a feature of the row (role user, cand or ctx); a history "
-                                   "is a list column (role hist)")
-                checked["separator"] = options.get("separator")
-                if checked["separator"] is not None and (not isinstance(checked["separator"], str)
-                                                         or not checked["separator"]):
-                    raise ZooError(f"spec {where}: 'separator' should be a non-empty string")
-                checked["max_tags"] = _positive_int(options.get("max_tags", DEFAULT_MAX_TAGS), f"{where} 'max_tags'",
-                                                    budget="sequence_length")
+                checked.update(tags.checked_options(options, where, role, _positive_int))
             if kind == "numeric":
                 checked.update(numeric.checked_options(options, where, role, _positive_int))
             key = f"{role}_{feature}"

@@ -1,9 +1,29 @@
 """A tags cell -> its first S = max_tags ids: "Comedy|Romance" split at the column's separator, values
 trimmed (Unicode white space at either end), empty ones skipped, the first S kept (a longer list is cut,
 counted), 0 on the empty slots. The values share one vocabulary (vocabulary.py), fitted on the training
-rows' kept values."""
+rows' kept values.
+
+Options: `separator` (CSV; Parquet/JSON lists are native), `max_tags` S (default 8)."""
 
 import numpy as np
+
+from zoo.errors import ZooError
+
+DEFAULT_MAX_TAGS = 8
+OPTIONS = ("separator", "max_tags")
+
+
+def checked_options(options, where, role, positive_int):
+    """A spec's tags column's options (besides its vocabulary's), checked, with their defaults."""
+    if role not in ("user", "cand", "ctx"):
+        raise ZooError(f"spec {where}: tags are a feature of the row (role user, cand or ctx); a history "
+                       "is a list column (role hist)")
+    separator = options.get("separator")
+    if separator is not None and (not isinstance(separator, str) or not separator):
+        raise ZooError(f"spec {where}: 'separator' should be a non-empty string")
+    return {"separator": separator,
+            "max_tags": positive_int(options.get("max_tags", DEFAULT_MAX_TAGS), f"{where} 'max_tags'",
+                                     budget="sequence_length")}
 
 TRIMMED = r"^[\s\v\x{85}\p{Z}]+|[\s\v\x{85}\p{Z}]+$"  # Unicode white space at either end (pyarrow's utf8_trim_whitespace)
 

@@ -6,9 +6,28 @@ State (in preprocessing.json): {"kind": "vocabulary", "tokens": [...]} (ids 1..l
 
 Fit: the training rows' values seen at least `min_count` times, most frequent first (ties in text order),
 at most `max_size`; a fit that continues a preset's vocabulary keeps its ids and appends.
+
+Options (a spec's categorical, list or tags column): `min_count` (default 1), `max_size`, or
+`hash_buckets` N instead of a vocabulary.
 """
 
 import numpy as np
+
+from zoo.errors import ZooError
+
+OPTIONS = ("min_count", "max_size", "hash_buckets")
+
+
+def checked_options(options, where, positive_int):
+    """A spec's categorical (list, tags) column's vocabulary options, checked, with their defaults."""
+    checked = {"min_count": positive_int(options.get("min_count", 1), f"{where} 'min_count'"),
+               "max_size": positive_int(options.get("max_size"), f"{where} 'max_size'", allow_none=True,
+                                        budget="max_size"),
+               "hash_buckets": positive_int(options.get("hash_buckets"), f"{where} 'hash_buckets'", allow_none=True,
+                                            budget="hash_buckets")}
+    if checked["hash_buckets"] and (options.get("max_size") or options.get("min_count", 1) != 1):
+        raise ZooError(f"spec {where}: hash_buckets replaces the vocabulary (no min_count or max_size)")
+    return checked
 
 
 def hashed_state(options):
