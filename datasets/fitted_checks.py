@@ -99,10 +99,15 @@ class _Check:
         return values
 
     def vocabulary(self, path, table):
-        self.text_list(path, table, "tokens", "a vocabulary lists its tokens in id order",
-                       "a vocabulary lists its tokens in id order",
-                       "a vocabulary's tokens are texts, as a file's values are read",
-                       "a vocabulary lists each token once")
+        tokens = self.text_list(path, table, "tokens", "a vocabulary lists its tokens in id order",
+                                "a vocabulary lists its tokens in id order",
+                                "a vocabulary's tokens are texts, as a file's values are read",
+                                "a vocabulary lists each token once")
+        times = table.get("last_seen", tokens)  # (a capped vocabulary: each token's latest time, for its eviction)
+        if times is not tokens and (not isinstance(times, list) or len(times) != len(tokens)
+                                    or not all(is_count(t) for t in times)):
+            self.refuse(f"{path}.last_seen", times, "a vocabulary's last_seen lists each token's latest time "
+                                                    "(whole unix seconds), in id order")
 
     def hashed(self, path, table):
         buckets = self.field(path, table, "buckets", "hashing needs its number of buckets")

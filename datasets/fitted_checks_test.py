@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tests.testing import TestCase
 from zoo.datasets import prepare, read_preprocessing
+from zoo.datasets.fitted_checks import shown
 from zoo.errors import ZooError
 
 SAVED = Path(__file__).resolve().parent.parent / "saved"
@@ -181,6 +182,16 @@ class FittedChecksTest(TestCase):
             (lambda state: state["fitted"]["item_id"].update(tokens=[]),
              "fitted.item_id.tokens is [] (the movielens reader's vocabularies hold at least one token)"),
         ], preset=self.reader_preset)
+
+    def test_a_vocabularys_last_seen_times(self):
+        rule = "a vocabulary's last_seen lists each token's latest time (whole unix seconds), in id order"
+        size = len(self.state()["fitted"]["item_id"]["tokens"])
+        self.assertRefused([
+            (lambda state: state["fitted"]["item_id"].update(last_seen=[1] * (size - 1)),
+             f"fitted.item_id.last_seen is {shown([1] * (size - 1))} ({rule})"),
+            (lambda state: state["fitted"]["item_id"].update(last_seen=[-1] * size),
+             f"fitted.item_id.last_seen is {shown([-1] * size)} ({rule})"),
+        ])
 
     def test_numeric_scaler(self):
         rule = "a scaler's standard deviation is a positive finite number"

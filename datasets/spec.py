@@ -38,7 +38,8 @@ Sections (every key is checked: an unknown one is refused by name, with the clos
 - `columns`: the columns to use, by their name in the file (any other column is ignored). `role` user,
   cand, ctx, num or hist (a behaviour attribute carried only in the history); `feature` (default: the
   column's name, lower-cased, other characters -> "_"); `type` categorical (default), numeric or list.
-  categorical: `min_count` (rarer training values -> OOV), `max_size` (keep the most frequent), or
+  categorical: `min_count` (rarer training values -> OOV), `max_size` (keep the most frequent; a fit that
+  continues a preset evicts the least recently seen at the cap), or
   `hash_buckets` N (id = 1 + fingerprint64(value) mod N, for unbounded cardinalities); an empty value is
   its own value. numeric: `log1p` (sign kept), `fill` "mean" (training mean) or a number for missing
   values (counted as repaired), then `scale` "standardize" or "minmax" (role num) or `buckets` N equal-frequency

@@ -303,8 +303,9 @@ def train(model, source=None, out="runs/fit", *, recipe="suan", epochs=None, bat
         state = source.record()[1]
         carry.carry_weights(parent, model, parent_state, state)
         lineage = carry.lineage(warm_start, parent_state, state, source.info["rows"])
-        grown = ", ".join(f"{name} {v['before']:,} -> {v['after']:,}" for name, v in lineage["vocabularies"].items()
-                          if v["after"] != v["before"]) or "none grew"
+        grown = ", ".join(f"{name} {v['before']:,} -> {v['after']:,}" + (
+            f" ({v['evicted']:,} least recently seen evicted)" if v["evicted"] else "")
+            for name, v in lineage["vocabularies"].items() if v["after"] != v["before"] or v["evicted"]) or "none grew"
         log(f"vocabularies grown by the new log's values: {grown}")
     from zoo.recipes.fit import table_choice
 

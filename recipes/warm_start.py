@@ -6,13 +6,15 @@
 
 The new log is read under the preset's own data spec, and its fit continues the preset's
 (zoo.datasets.spec_engine.build, `grow_from`): every vocabulary keeps its ids and appends the values the
-new training rows hold at least min_count times (a column's max_size caps the table: a full table takes
-no new value); numeric fills, scales and bucket edges and the running statistics' prior and edges stay the
+new training rows hold at least min_count times; a column's max_size caps the table, and a full table of
+a spec with a time evicts its least recently seen tokens for the new values (their ids reused:
+zoo.datasets.transforms.vocabulary.vocabulary_state); numeric fills, scales and bucket edges and the running statistics' prior and edges stay the
 preset's, so an id means what it meant; the counts per key of the running statistics (an item's earlier
 rows and clicks) add the new rows to the preset's. The model is the preset's model with its
-hyperparameters on the grown schema, and starts from its weights (`carry_weights`): a table that grew
-keeps each trained row where it was (padding and ids 1..n), moves the trained out-of-vocabulary row to the
-new last id, and gives the appended ids the model's own initialiser; every other weight is copied. This is
+hyperparameters on the grown schema, and starts from its weights (`carry_weights`): a table whose
+vocabulary changed is remapped token by token (each token's trained row at its id, padding and the
+out-of-vocabulary row carried, the model's own initialiser for the ids of tokens new to the table); every
+other weight is copied. This is
 TensorFlow Estimator's warm start with vocabulary remapping (`tf.estimator.VocabInfo`), and how
 collisionless tables grow in Monolith and TF Recommenders-Addons: ids that arrive get rows, trained rows stay.
 
@@ -22,11 +24,10 @@ for the new rows' histories and statistics only (not trained on, not split, not 
 statistics' tables, which the preset's fit counted already).
 
 What it does not carry (a fresh start there, stated here): the optimizer's state (its moments start at zero:
-the first steps move the weights as a new run's do); and no id is evicted: a table grows until its
-column's max_size.
+the first steps move the weights as a new run's do; a preset keeps weights, not the optimizer).
 
 The new preset records its lineage in metadata.json: the parent preset (path and weights' sha256), the
-rows of the new log, and each vocabulary's size before and after.
+rows of the new log, and each vocabulary's size before and after and its tokens evicted.
 """
 
 import os
@@ -69,24 +70,42 @@ def _same_place(path):
     return re.sub(r"_\d+(?=/|$)", "", path)
 
 
-def grown_sizes(parent_state, state):
-    """{(rows before, rows after)} of every vocabulary that grew (a table of n tokens has n + 2 rows)."""
-    sizes = set()
-    for name, table in state["fitted"].items():
-        before = parent_state["fitted"].get(name)
-        if isinstance(table, dict) and table.get("kind") == "vocabulary" and isinstance(before, dict):
-            if len(table["tokens"]) > len(before["tokens"]):
-                sizes.add((len(before["tokens"]) + 2, len(table["tokens"]) + 2))
-    return sizes
+# a table indexed by a vocabulary: zoo.layers.FeatureEmbedding's tables (and FM's first-order ones), CAN's
+TABLE = re.compile(r"(?:^|/)(?:embedding|induction|feed)_(\w+)/embeddings$")
+
+
+def vocabularies(parent_state, state):
+    """{embedding table: (column, tokens before, tokens after)} of every table a fitted vocabulary indexes
+    (FeatureEmbedding's table names: a cand or hist feature's name, any other feature's key)."""
+    out = {}
+    for name, options in state["spec"]["columns"].items():
+        table, before = state["fitted"].get(name), parent_state["fitted"].get(name)
+        if all(isinstance(t, dict) and t.get("kind") == "vocabulary" for t in (table, before)):
+            key = options["feature"] if options["role"] in ("cand", "hist") else f"{options['role']}_{options['feature']}"
+            out[key] = (name, before["tokens"], table["tokens"])
+    return out
+
+
+def remapped(source, initial, before, after):
+    """A table's rows under the vocabulary `after` from its trained rows under `before`: padding (row 0) and
+    the OOV row (the last) carried, each token's trained row at the token's id now, the `initial` rows for
+    the ids of tokens new to the table (appended, or given an evicted token's id)."""
+    rows = np.array(initial)
+    rows[0], rows[-1] = source[0], source[-1]
+    index = {token: i + 1 for i, token in enumerate(before)}
+    pairs = np.asarray([(j + 1, index[token]) for j, token in enumerate(after) if token in index], np.int64)
+    if pairs.size:
+        rows[pairs[:, 0]] = source[pairs[:, 1]]
+    return rows
 
 
 def carry_weights(parent, model, parent_state, state):
-    """Sets `model`'s weights (the preset's model on the grown schema, freshly built) from `parent`'s: equal
-    shapes are copied; a table grown from n to N rows (a vocabulary that grew, `grown_sizes`) keeps rows
-    0..n-2 (padding and the trained ids), takes the trained OOV row n-1 as its row N-1, and keeps its own
-    initial rows for the appended ids. Returns the number of weights carried. Any other difference (another
-    architecture, hyperparameters that change a shape) is one line naming the first weight that differs."""
-    grown = grown_sizes(parent_state, state)
+    """Sets `model`'s weights (the preset's model on the grown schema, freshly built) from `parent`'s: a table
+    a vocabulary indexes whose tokens changed (grown, or an evicted token's id given to a new value) is
+    `remapped` token by token; every other weight of equal shape is copied. Returns the number of weights
+    carried. Any other difference (another architecture, hyperparameters that change a shape) is one line
+    naming the first weight that differs."""
+    tables = vocabularies(parent_state, state)
     old, new = parent.weights, model.weights
     if len(old) != len(new):
         raise ZooError(f"--from: the preset's {parent.registered_name} has {len(old)} weights and this one {len(new)}: "
@@ -95,29 +114,27 @@ def carry_weights(parent, model, parent_state, state):
         if _same_place(before.path) != _same_place(after.path):
             raise ZooError(f"--from: the preset's weight {before.path} has no counterpart here ({after.path})")
         source, shape = np.asarray(before.numpy()), tuple(after.shape)
+        match = TABLE.search(_same_place(after.path))
+        _, tokens_before, tokens_after = tables.get(match.group(1) if match else None, (None, None, None))
+        changed = tokens_before is not None and tokens_before != tokens_after
+        if changed and (source.shape[0], shape[0]) == (len(tokens_before) + 2, len(tokens_after) + 2):
+            after.assign(remapped(source, after.numpy(), tokens_before, tokens_after))
+            continue
         if source.shape == shape:
             after.assign(source)
             continue
-        if source.shape[1:] != shape[1:] or (source.shape[0], shape[0]) not in grown:
-            raise ZooError(f"--from: the preset's weight {before.path} has shape {list(source.shape)}, this model's "
-                           f"{list(shape)}: only a grown vocabulary's table may change size")
-        rows = np.array(after.numpy())
-        rows[: source.shape[0] - 1] = source[:-1]
-        rows[-1] = source[-1]
-        after.assign(rows)
+        raise ZooError(f"--from: the preset's weight {before.path} has shape {list(source.shape)}, this model's "
+                       f"{list(shape)}: only a grown vocabulary's table may change size")
     return len(new)
 
 
 def lineage(preset, parent_state, state, rows):
     """What metadata.json records of a preset trained from another: the parent (its folder and weights'
-    sha256), the new log's rows per split, and each vocabulary's size before and after."""
+    sha256), the new log's rows per split, and each vocabulary's size before and after and its tokens evicted."""
     from zoo import presets
 
     metadata = presets.read_metadata(preset)
-    vocabularies = {}
-    for name, table in state["fitted"].items():
-        before = parent_state["fitted"].get(name)
-        if isinstance(table, dict) and table.get("kind") == "vocabulary" and isinstance(before, dict):
-            vocabularies[name] = {"before": len(before["tokens"]), "after": len(table["tokens"])}
+    grown = {column: {"before": len(before), "after": len(after), "evicted": len(set(before) - set(after))}
+             for column, before, after in vocabularies(parent_state, state).values()}
     return {"parent": os.path.abspath(preset), "parent_weights_sha256": metadata.get("weights_sha256"),
-            "rows": dict(rows), "vocabularies": vocabularies}
+            "rows": dict(rows), "vocabularies": grown}

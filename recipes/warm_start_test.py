@@ -23,7 +23,10 @@ def grown_schema(schema, extra):
 
 
 def vocabulary_state(tokens):
-    return {"fitted": {"item_id": {"kind": "vocabulary", "tokens": [str(t) for t in range(tokens)]}}}
+    """A fitted state whose item_id vocabulary holds `tokens` tokens ("0", "1", ...; a list: those)."""
+    tokens = [str(t) for t in range(tokens)] if isinstance(tokens, int) else tokens
+    return {"fitted": {"item_id": {"kind": "vocabulary", "tokens": tokens}},
+            "spec": {"columns": {"item_id": {"role": "cand", "feature": "item_id"}}}}
 
 
 class CarryWeightsTest(TestCase):
@@ -51,6 +54,34 @@ class CarryWeightsTest(TestCase):
         self.assertEqual(grown, 2)  # the item table and FM's first-order weights of the item
         np.testing.assert_allclose(model.predict(small_simulator().sample(8, seed=1)[0], verbose=0).shape, (8, 1))
 
+    def test_an_evicted_tokens_id_given_to_a_new_value_starts_from_the_initialiser(self):
+        schema = small_simulator().schema
+        n = schema.feature("cand_item_id").vocabulary_size
+        parent = zoo.get("din", schema=schema, **SMALL["din"])
+        rng = np.random.default_rng(1)
+        for weight in parent.weights:
+            weight.assign(rng.normal(size=weight.shape).astype("float32"))
+        model = zoo.get("din", schema=schema, **SMALL["din"])  # the same size: a full table that evicted
+        initial = {weight.path: np.array(weight.numpy()) for weight in model.weights}
+        before = [str(t) for t in range(n - 2)]
+        after = list(before)
+        after[2], after[5] = "new-a", "new-b"  # tokens "2" and "5" evicted; their ids 3 and 6 reused
+        carry_weights(parent, model, vocabulary_state(before), vocabulary_state(after))
+        for old, new in zip(parent.weights, model.weights):
+            old_value, value = np.asarray(old.numpy()), np.asarray(new.numpy())
+            if "item_id/embeddings" not in new.path:
+                np.testing.assert_array_equal(value, old_value, err_msg=new.path)
+                continue
+            reused = np.isin(np.arange(n), [3, 6])
+            np.testing.assert_array_equal(value[~reused], old_value[~reused], err_msg=new.path)
+            np.testing.assert_array_equal(value[reused], initial[new.path][reused], err_msg=new.path)
+        moved = list(reversed(before))  # the same tokens under other ids: each keeps its trained row
+        model = zoo.get("din", schema=schema, **SMALL["din"])
+        carry_weights(parent, model, vocabulary_state(before), vocabulary_state(moved))
+        table = next(w for w in model.weights if w.path.endswith("embedding_item_id/embeddings"))
+        source = next(w for w in parent.weights if w.path.endswith("embedding_item_id/embeddings"))
+        np.testing.assert_array_equal(np.asarray(table.numpy())[1:-1], np.asarray(source.numpy())[1:-1][::-1])
+
     def test_a_shape_other_than_a_grown_vocabulary_is_one_line(self):
         schema = small_simulator().schema
         n = schema.feature("cand_item_id").vocabulary_size
@@ -75,7 +106,9 @@ class TrainFromPresetTest(TestCase):
                                      start="2024-03-20T00:00:00Z", days=2, unseen_from=30)
         spec = os.path.join(folder, "spec.json")
         with open(spec, "w") as f:
-            json.dump(impression_spec(sequence_length=4), f)
+            written = impression_spec(sequence_length=4)
+            written["columns"]["user_id"]["max_size"] = 15  # (20 users: a full table, so the next fit evicts)
+            json.dump(written, f)
         small = [f"--set={key}={json.dumps(value)}" for key, value in SMALL["din"].items()]
         status, _, err = run_cli("fit", "din", "--data", first, "--spec", spec, "--epochs", "1",
                                  "--out", os.path.join(folder, "monday"), *small)
@@ -93,13 +126,28 @@ class TrainFromPresetTest(TestCase):
         self.assertEqual(after[: len(before)], before)
         new = [token for token in after if token.startswith("new-")]
         self.assertTrue(new)
-        self.assertIn(f"vocabularies grown by the new log's values: item_id {len(before):,} -> {len(after):,}", out)
+        grown = next(line for line in out.splitlines() if line.startswith("vocabularies grown by the new log's values: "))
+        self.assertIn(f"item_id {len(before):,} -> {len(after):,}", grown)
         with open(os.path.join(child, "metadata.json")) as f:
             lineage = json.load(f)["lineage"]
         with open(os.path.join(parent, "metadata.json")) as f:
             self.assertEqual(lineage["parent_weights_sha256"], json.load(f)["weights_sha256"])
         self.assertEqual(lineage["parent"], os.path.abspath(parent))
-        self.assertEqual(lineage["vocabularies"]["item_id"], {"before": len(before), "after": len(after)})
+        self.assertEqual(lineage["vocabularies"]["item_id"], {"before": len(before), "after": len(after), "evicted": 0})
+        with open(os.path.join(parent, "preprocessing.json")) as f:
+            users_before = json.load(f)["fitted"]["user_id"]
+        with open(os.path.join(child, "preprocessing.json")) as f:
+            users_after = json.load(f)["fitted"]["user_id"]
+        evicted = set(users_before["tokens"]) - set(users_after["tokens"])
+        self.assertEqual(len(users_after["tokens"]), 15)
+        self.assertTrue(evicted)
+        self.assertEqual(lineage["vocabularies"]["user_id"], {"before": 15, "after": 15, "evicted": len(evicted)})
+        self.assertIn(f"user_id 15 -> 15 ({len(evicted)} least recently seen evicted)", grown)
+        for token, seen in zip(users_before["tokens"], users_before["last_seen"]):  # LRU: each evicted user was
+            if token in evicted:                                                     # seen before every kept one
+                self.assertLessEqual(seen, min(users_after["last_seen"]))
+            else:
+                self.assertEqual(users_after["tokens"].index(token), users_before["tokens"].index(token))
         self.assertEqual(sum(lineage["rows"].values()), 200)  # the new log's rows (the earlier log: history only)
         self.assertIn("read 300 row(s) for histories and statistics only", out + err)
         model = zoo.load(child)

@@ -11,7 +11,9 @@ counts in turn. Either way the fitted states are the same function of the traini
                                   vocabulary of the candidate column of the same feature ("shared")
 
 A fit that continues a preset (`base`: engine.build's grow_from) keeps its numeric states and grows its
-vocabularies (vocabulary.vocabulary_state).
+vocabularies (vocabulary.vocabulary_state); a capped vocabulary (max_size) of a spec with a time keeps each
+token's latest time, so a continued fit evicts the least recently seen tokens when new values arrive at
+the cap.
 """
 
 import numpy as np
@@ -43,10 +45,12 @@ class Fit:
         import pyarrow.compute as pc
 
         spec, mask = self.spec, pa.array(train)
+        times = data.get("time") if getattr(spec, "time", None) is not None else None
         for name, options in spec.columns.items():
             kind = options["type"]
             if options.get("hash_buckets") or kind == "list" and shared_column(spec.columns, options):
                 continue
+            rows = np.flatnonzero(train)  # (the row of each value below, for its time)
             if kind == "categorical":
                 values = pc.filter(data["text"][name], mask)
             elif kind == "numeric" and options.get("bars"):
@@ -58,11 +62,13 @@ class Fit:
             elif kind == "tags":
                 tokens, lengths = data["list"][name]
                 keep, row_of, _ = tags.kept(lengths, options["max_tags"])
-                values = pa.array(tokens[keep & train[row_of]], pa.string())
+                values, rows = pa.array(tokens[keep & train[row_of]], pa.string()), row_of[keep & train[row_of]]
             else:
                 tokens, lengths = data["list"][name]
-                values = pa.array(tokens[fitted_tokens(tokens, lengths, train, spec.sequence_length)], pa.string())
-            self.counts.setdefault(name, vocabulary.Counts()).add(values)
+                chosen = fitted_tokens(tokens, lengths, train, spec.sequence_length)
+                values, rows = pa.array(tokens[chosen], pa.string()), tags.token_positions(lengths)[0][chosen]
+            timed = times is not None and options.get("max_size") is not None  # (a capped table: its tokens' times)
+            self.counts.setdefault(name, vocabulary.Counts(timed)).add(values, times[rows] if timed else None)
         return self
 
     def states(self, group, base=None):

@@ -34,70 +34,111 @@ def hashed_state(options):
     return {"kind": "hashed", "buckets": options["hash_buckets"], "hash": "farmhash64"}
 
 
-def vocabulary_state(options, values, counts, base=None):
+def vocabulary_state(options, values, counts, base=None, last_seen=None):
     """A vocabulary from the training rows' distinct values (a pyarrow string array) and their counts: values
     seen at least min_count times, most frequent first (ties in text order), at most max_size; ids 1.. in
-    that order. With `base` (a preset's vocabulary that a fit continues), its tokens keep their ids
-    1..len(base) and the new values follow in that order, up to max_size tokens in all (a full table takes
-    no new value: the values left out score through the OOV id, as any unseen value does)."""
+    that order. `last_seen` (int64 unix seconds of each value's latest training row; a capped column of a
+    spec with a time) is kept beside the tokens ("last_seen"), for the eviction of a continued fit.
+
+    With `base` (a preset's vocabulary that a fit continues), its tokens keep their ids 1..len(base) and the
+    new values follow in that order, up to max_size tokens in all. When more new values arrive than the cap
+    leaves room for and both fits know their values' times, the table keeps the max_size most recently seen
+    of its tokens and the new values (ties: the preset's token stays, then the more frequent value): each
+    evicted token's id goes to an admitted value (Monolith's expiry, TF Recommenders-Addons' restrict);
+    without times a full table takes no new value (the values left out score through the OOV id)."""
     tokens = np.asarray(values.to_numpy(zero_copy_only=False), dtype=object).astype(str)
     counts = np.asarray(counts, dtype=np.int64)
+    last = None if last_seen is None else np.asarray(last_seen, dtype=np.int64)
     keep = counts >= options["min_count"]
+    old = [] if base is None else list(base["tokens"])
     if base is not None:
-        keep &= ~np.isin(tokens, np.asarray(base["tokens"], dtype=str))
-    tokens, counts = tokens[keep], counts[keep]
-    order = np.lexsort((tokens, -counts)) if tokens.size else np.zeros(0, np.int64)
-    kept = [] if base is None else list(base["tokens"])
-    room = None if options.get("max_size") is None else max(options["max_size"] - len(kept), 0)
-    return {"kind": "vocabulary", "tokens": kept + [str(t) for t in tokens[order[:room]]]}
+        keep &= ~np.isin(tokens, np.asarray(old, dtype=str))
+    order = np.flatnonzero(keep)[np.lexsort((tokens[keep], -counts[keep]))] if keep.any() else np.zeros(0, np.int64)
+    cap = options.get("max_size")
+    room = None if cap is None else max(cap - len(old), 0)
+    kept = old + [str(t) for t in tokens[order[:room]]]
+    if last is None:
+        return {"kind": "vocabulary", "tokens": kept}
+    seen = dict(zip(tokens.tolist(), last.tolist()))  # this fit's latest time of each value
+    before = (base or {}).get("last_seen") or [0] * len(old)  # (0: a preset token's time unknown, the oldest)
+    old_last = [max(t, seen.get(token, t)) for token, t in zip(old, before)]
+    state = {"kind": "vocabulary", "tokens": kept, "last_seen": old_last + [seen[t] for t in kept[len(old):]]}
+    waiting = order[room:] if room is not None else order[:0]
+    if not waiting.size:
+        return state
+    # the table keeps the cap's most recently seen of its tokens and the waiting values
+    candidates = [(t, 1, i) for i, t in enumerate(state["last_seen"])] + [
+        (int(last[j]), 0, -k) for k, j in enumerate(waiting)]  # (time, the preset's first, then by frequency)
+    ranked = sorted(range(len(candidates)), key=candidates.__getitem__, reverse=True)
+    chosen = set(ranked[:cap])
+    evicted = sorted(i for i in range(len(kept)) if i not in chosen)
+    admitted = [waiting[c - len(kept)] for c in sorted(c for c in chosen if c >= len(kept))]
+    for slot, j in zip(evicted, admitted):  # (as many admitted as evicted: the table was full)
+        state["tokens"][slot], state["last_seen"][slot] = str(tokens[j]), int(last[j])
+    return state
 
 
 def summed_counts(pairs):
-    """(values, counts) of several (values, counts) pairs, summed per value."""
+    """(values, counts[, last seen]) of several (values, counts[, last seen]) tuples: counts summed per value,
+    the latest time kept."""
     import pyarrow as pa
 
-    merged = pa.table({"v": pa.chunked_array([values for values, _ in pairs], pa.string()),
-                       "c": pa.chunked_array([counts for _, counts in pairs], pa.int64())})
-    merged = merged.group_by("v").aggregate([("c", "sum")])
-    return merged["v"].combine_chunks(), merged["c_sum"].combine_chunks()
+    timed = len(pairs[0]) == 3
+    merged = pa.table({"v": pa.chunked_array([part[0] for part in pairs], pa.string()),
+                       "c": pa.chunked_array([part[1] for part in pairs], pa.int64()),
+                       **({"t": pa.chunked_array([part[2] for part in pairs], pa.int64())} if timed else {})})
+    merged = merged.group_by("v").aggregate([("c", "sum")] + ([("t", "max")] if timed else []))
+    out = merged["v"].combine_chunks(), merged["c_sum"].combine_chunks()
+    return out + (merged["t_max"].combine_chunks(),) if timed else out
 
 
 class Counts:
-    """The fit's distinct values with their counts (pyarrow), batch by batch; merged when the unmerged
-    batches outgrow the merged (memory: the distinct values)."""
+    """The fit's distinct values with their counts (pyarrow), batch by batch, and (`timed`) each value's latest
+    time; merged when the unmerged batches outgrow the merged (memory: the distinct values)."""
 
-    def __init__(self):
+    def __init__(self, timed=False):
+        self.timed = timed
         self.pairs, self.merged_rows, self.pending_rows = [], 0, 0
 
-    def add(self, values):
+    def add(self, values, times=None):
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        counts = pc.value_counts(values)
-        self.pairs.append((counts.field("values").cast(pa.string()), counts.field("counts").cast(pa.int64())))
-        self.pending_rows += len(counts)
+        if self.timed:
+            table = pa.table({"v": pa.array(values, pa.string()) if not isinstance(values, (pa.Array, pa.ChunkedArray))
+                              else values.cast(pa.string()), "t": pa.array(np.asarray(times, np.int64))})
+            grouped = table.group_by("v").aggregate([("t", "count"), ("t", "max")])
+            part = (grouped["v"].combine_chunks(), grouped["t_count"].combine_chunks().cast(pa.int64()),
+                    grouped["t_max"].combine_chunks())
+        else:
+            counts = pc.value_counts(values)
+            part = (counts.field("values").cast(pa.string()), counts.field("counts").cast(pa.int64()))
+        self.pairs.append(part)
+        self.pending_rows += len(part[0])
         if self.pending_rows > max(self.merged_rows, 2**16):
             self._merge()
 
     def _merge(self):
         if len(self.pairs) > 1:
             self.pairs = [summed_counts(self.pairs)]
-        self.merged_rows = sum(len(values) for values, _ in self.pairs)
+        self.merged_rows = sum(len(part[0]) for part in self.pairs)
         self.pending_rows = 0
 
     def totals(self, group=None):
-        """(values, counts) pyarrow arrays (summed over every process of `group`)."""
+        """(values, counts[, last seen]) pyarrow arrays (over every process of `group`)."""
         import pyarrow as pa
 
         self._merge()
-        mine = self.pairs[0] if self.pairs else (pa.array([], pa.string()), pa.array([], pa.int64()))
+        empty = (pa.array([], pa.string()), pa.array([], pa.int64())) + ((pa.array([], pa.int64()),) if self.timed else ())
+        mine = self.pairs[0] if self.pairs else empty
         return summed_counts(group.allgather(mine)) if group is not None and group.size > 1 else mine
 
     def state(self, options, group, base=None):
         """The column's fitted state (over every process of `group`: the counts summed per value)."""
         if options.get("hash_buckets"):
             return hashed_state(options)
-        return vocabulary_state(options, *self.totals(group), base)
+        values, counts, *last_seen = self.totals(group)
+        return vocabulary_state(options, values, counts, base, last_seen[0] if last_seen else None)
 
 
 # ---------------------------------------------------------------------------------------- batch form

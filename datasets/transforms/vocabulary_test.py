@@ -40,3 +40,51 @@ class VocabularyTest(TestCase):
         np.testing.assert_array_equal(ids.numpy(), batch)
         self.assertTrue(((batch >= 1) & (batch <= 7)).all())
         self.assertFalse(unknown.numpy().any())
+
+
+class EvictionTest(TestCase):
+    """A capped vocabulary that a fit continues keeps its most recently seen tokens (LRU eviction)."""
+
+    def fit(self, values, times, options, base=None):
+        counts = vocabulary.Counts(timed=True)
+        counts.add(pa.array(values, pa.string()), np.asarray(times))
+        return counts.state(options, ProcessGroup(), base)
+
+    def test_the_least_recently_seen_tokens_give_their_ids_to_new_values(self):
+        options = {"min_count": 1, "max_size": 4}
+        first = self.fit(["a", "b", "c", "d", "a"], [10, 20, 30, 40, 50], options)
+        self.assertEqual(first, {"kind": "vocabulary", "tokens": ["a", "b", "c", "d"], "last_seen": [50, 20, 30, 40]})
+        # the next day: c seen again; e (twice) and f new; the table is full, so the two least recently
+        # seen of a, b, d (b at 20, d at 40) leave, and e (the more frequent) takes b's id, f d's
+        second = self.fit(["c", "e", "f", "e"], [100, 110, 120, 130], options, base=first)
+        reference = self.reference(first, {"c": 100, "e": 130, "f": 120}, {"c": 1, "e": 2, "f": 1}, 4)
+        self.assertEqual(second, reference)
+        self.assertEqual(second, {"kind": "vocabulary", "tokens": ["a", "e", "c", "f"], "last_seen": [50, 130, 100, 120]})
+
+    def test_a_table_with_room_appends_and_one_without_times_takes_no_new_value(self):
+        options = {"min_count": 1, "max_size": 5}
+        first = self.fit(["a", "b"], [10, 20], options)
+        grown = self.fit(["c", "a"], [30, 40], options, base=first)
+        self.assertEqual(grown, {"kind": "vocabulary", "tokens": ["a", "b", "c"], "last_seen": [40, 20, 30]})
+        counts = vocabulary.Counts()  # (a spec without a time: no times, no eviction)
+        counts.add(pa.array(["x", "y", "z"], pa.string()))
+        full = counts.state({"min_count": 1, "max_size": 2}, ProcessGroup(), base={"kind": "vocabulary", "tokens": ["a", "b"]})
+        self.assertEqual(full["tokens"], ["a", "b"])
+
+    @staticmethod
+    def reference(base, seen, counts, cap):
+        """The LRU rule written plainly: rank the preset's tokens (their latest time) and the new values (their
+        time; frequency breaks ties), keep the cap's latest, give the evicted ids to the admitted in order."""
+        last = {t: max(base["last_seen"][i], seen.get(t, 0)) for i, t in enumerate(base["tokens"])}
+        new = sorted((t for t in seen if t not in last), key=lambda t: (-counts[t], t))
+        room = cap - len(last)
+        appended, waiting = new[:room], new[room:]
+        tokens = base["tokens"] + appended
+        times = [last[t] for t in base["tokens"]] + [seen[t] for t in appended]
+        ranked = sorted([(times[i], 1, i, None) for i in range(len(tokens))]
+                        + [(seen[t], 0, -k, t) for k, t in enumerate(waiting)], reverse=True)[:cap]
+        evicted = sorted(set(range(len(tokens))) - {r[2] for r in ranked if r[1] == 1})
+        admitted = [t for t in waiting if any(r[3] == t for r in ranked)]
+        for slot, t in zip(evicted, admitted):
+            tokens[slot], times[slot] = t, seen[t]
+        return {"kind": "vocabulary", "tokens": tokens, "last_seen": times}
