@@ -2,6 +2,8 @@
 
     python benchmarks/daily_retraining.py                  # days 1..4 train, each next day scored
     python benchmarks/daily_retraining.py --days 8 --model din
+    python benchmarks/daily_retraining.py --days 8 --item-min-count 2 --work runs/daily_retraining_mc2 \
+        --table benchmarks/reproduced/daily_retraining_mc2           # items seen once go to the OOV id
 
 The Taobao UserBehavior sample (../shared/data/taobao-userbehavior) is written as a team's event log,
 one CSV per day (`kind` view/like/basket/order, `ts` ISO text, `who`, `what`, `cat`; positives basket and
@@ -94,6 +96,8 @@ def main(argv=None):
     parser.add_argument("--model", default="din")
     parser.add_argument("--work", default=str(ROOT / "runs" / "daily_retraining"))
     parser.add_argument("--table", default=str(ROOT / "benchmarks" / "reproduced" / "daily_retraining"))
+    parser.add_argument("--item-min-count", type=int, default=None,
+                        help="set the drafted spec's item column's min_count (the draft's own when left out)")
     args = parser.parse_args(argv)
     if not USER_BEHAVIOR.exists():
         sys.exit(f"{USER_BEHAVIOR}: the Taobao UserBehavior sample is not here")
@@ -105,6 +109,10 @@ def main(argv=None):
     if not spec.exists():
         zoo("spec", "draft", days[0], "--label", "kind", "--positive", "order,basket", "--time", "ts", "--user", "who",
             "--item", "what", "--out", spec)
+        if args.item_min_count is not None:  # (an item seen once is noise to a model that retrains every day?)
+            drafted = json.loads(spec.read_text())
+            drafted["columns"]["what"]["min_count"] = args.item_min_count
+            spec.write_text(json.dumps(drafted, indent=1))
     cells = work / "cells.json"
     done = json.loads(cells.read_text()) if cells.exists() else {}
 
@@ -146,8 +154,9 @@ def main(argv=None):
         print(lines[-1], flush=True)
     table = Path(args.table)
     table.mkdir(parents=True, exist_ok=True)
+    variant = f" --item-min-count {args.item_min_count}" if args.item_min_count is not None else ""
     (table / "README.md").write_text(f"# Daily retraining ({args.model}, `python benchmarks/daily_retraining.py "
-                                     f"--days {args.days}`)\n\n" + "\n".join(lines) + "\n")
+                                     f"--days {args.days}{variant}`)\n\n" + "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
