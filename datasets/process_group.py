@@ -2,9 +2,10 @@
 
 Under `--strategy multi-worker` every process reads only its share of a spec's shard files
 (`shards`: files rank, rank + size, ... in name order) and the fit is made over all of them by exchanging
-what each process counted: vocabularies as (value, count) pairs, numeric sums, the users of each process,
-and exact order statistics (time-split cuts, bucket edges) by a synchronised bisection over counts. What
-travels between processes is bounded by the vocabularies, never the rows. zoo.datasets.spec_engine uses
+what each process counted (zoo.datasets.transforms.fit): vocabularies as (value, count) pairs, numeric
+moments and, for bucket edges, each process's distinct training values with their counts, the users of
+each process, and exact order statistics of times (time-split cuts) by a synchronised bisection over
+counts. What travels between processes is bounded by the distinct values, never the rows. zoo.datasets.spec_engine uses
 it; `ProcessGroup.jax()` exchanges through JAX's multi-process runtime (what keras.distribution runs on),
 and any `allgather` function with the same contract works (a test runs N threads as N processes).
 """
@@ -14,8 +15,6 @@ import pickle
 import numpy as np
 
 from zoo.errors import ZooError
-
-_INT64_LOW_BITS = np.int64(0x7FFFFFFFFFFFFFFF)
 
 
 class ProcessGroup:
@@ -83,22 +82,6 @@ class ProcessGroup:
             high = np.where(open_ & (at_most >= ks + 1), middle, high)
             low = np.where(open_ & (at_most < ks + 1), middle + 1, low)
         return low
-
-    def float_order_statistics(self, sorted_values, ks):
-        """`order_statistics` of float64 values (through an order-preserving map to int64)."""
-        return from_sortable(self.order_statistics(sortable(np.asarray(sorted_values, np.float64)), ks))
-
-
-def sortable(values):
-    """int64 keys in the order of the float64 `values` (NaN excluded)."""
-    bits = np.asarray(values, np.float64).view(np.int64)
-    return bits ^ ((bits >> 63) & _INT64_LOW_BITS)
-
-
-def from_sortable(keys):
-    """The float64 values of `sortable` keys."""
-    keys = np.asarray(keys, np.int64)
-    return (keys ^ ((keys >> 63) & _INT64_LOW_BITS)).view(np.float64)
 
 
 def _jax_allgather(value):

@@ -7,7 +7,6 @@ import numpy as np
 from tests.impression_logs import COLUMNS, impression_spec, write_impression_log
 from tests.testing import TestCase, in_process_group
 from zoo.datasets import ProcessGroup, prepare, spec_streaming
-from zoo.datasets.process_group import from_sortable, sortable
 from zoo.datasets.storage import SPLITS
 from zoo.errors import ZooError
 
@@ -21,18 +20,6 @@ class ProcessGroupTest(TestCase):
         found = in_process_group(3, lambda g: g.order_statistics(np.sort(parts[g.rank]), ks))
         for result in found:
             self.assertEqual(result.tolist(), together[ks].tolist())
-        floats = [np.concatenate([rng.normal(size=30) * 1e3, [-0.0, 0.0, 1e-300, -np.inf]]), rng.normal(size=9)]
-        together = np.sort(np.concatenate(floats))
-        ks = np.arange(together.size)
-        found = in_process_group(2, lambda g: g.float_order_statistics(np.sort(floats[g.rank]), ks))
-        for result in found:
-            self.assertEqual(result.tolist(), together.tolist())
-
-    def test_sortable_keys_keep_the_order_of_floats(self):
-        values = np.array([-np.inf, -1e300, -2.5, -1e-300, 0.0, 1e-300, 3.0, 1e300, np.inf])
-        keys = sortable(values)
-        self.assertTrue(np.all(np.diff(keys) > 0))
-        self.assertEqual(from_sortable(keys).tolist(), values.tolist())
 
     def test_shards_and_bad_groups(self):
         files = [f"part-{i}.csv" for i in range(5)]

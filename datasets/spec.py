@@ -98,14 +98,12 @@ import copy
 import datetime
 import difflib
 import json
-import math
 import os
 import re
 
 import zoo.budget as budget_module
 from zoo.datasets.transforms import numeric, tags, vocabulary
 from zoo.errors import ZooError
-from zoo.schema import NUMERIC_LIMIT
 
 FORMAT = "zoo.datasets.spec"
 VERSION = 1

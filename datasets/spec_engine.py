@@ -38,7 +38,7 @@ from zoo.datasets import spec_reading
 from zoo.datasets.transforms import labels as label_rules
 from zoo.datasets.transforms import numeric, statistics, tags, vocabulary
 from zoo.datasets.transforms import times as time_reading
-from zoo.datasets.transforms.fit import Fit, fitted_tokens, shared_column
+from zoo.datasets.transforms.fit import Fit
 from zoo.datasets.reading import HISTORY_ONLY, Repairs
 from zoo.datasets.process_group import ProcessGroup
 from zoo.datasets.spec import BUDGET, DataSpec, statistics_state

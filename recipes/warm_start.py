@@ -114,7 +114,7 @@ def carry_weights(parent, model, parent_state, state):
         if _same_place(before.path) != _same_place(after.path):
             raise ZooError(f"--from: the preset's weight {before.path} has no counterpart here ({after.path})")
         source, shape = np.asarray(before.numpy()), tuple(after.shape)
-        match = TABLE.search(_same_place(after.path))
+        match = TABLE.search(after.path)  # (FeatureEmbedding's table layers are named, never numbered)
         _, tokens_before, tokens_after = tables.get(match.group(1) if match else None, (None, None, None))
         changed = tokens_before is not None and tokens_before != tokens_after
         if changed and (source.shape[0], shape[0]) == (len(tokens_before) + 2, len(tokens_after) + 2):

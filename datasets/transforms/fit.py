@@ -67,9 +67,17 @@ class Fit:
                 tokens, lengths = data["list"][name]
                 chosen = fitted_tokens(tokens, lengths, train, spec.sequence_length)
                 values, rows = pa.array(tokens[chosen], pa.string()), tags.token_positions(lengths)[0][chosen]
-            timed = times is not None and options.get("max_size") is not None  # (a capped table: its tokens' times)
+            timed = times is not None and self._timed(options)
             self.counts.setdefault(name, vocabulary.Counts(timed)).add(values, times[rows] if timed else None)
         return self
+
+    def _timed(self, options):
+        """Whether a column's counts keep each value's latest time: a capped table (max_size) of a spec with a
+        time (every process alike, whether it read rows or not)."""
+        return getattr(self.spec, "time", None) is not None and options.get("max_size") is not None
+
+    def _counts(self, name, options):
+        return self.counts.get(name) or vocabulary.Counts(self._timed(options))
 
     def states(self, group, base=None):
         """{column: fitted state} over every process of `group` (each column's counts exchanged in turn), in
@@ -83,10 +91,10 @@ class Fit:
                 states[name] = base.get(name) or self.moments.get(name, numeric.Moments(bool(options["buckets"]))).state(
                     options, group)
             else:
-                states[name] = self.counts.get(name, vocabulary.Counts()).state(options, group, base.get(name))
+                states[name] = self._counts(name, options).state(options, group, base.get(name))
         for name, options in columns.items():
             if options["type"] == "list":
                 shared = shared_column(columns, options)
                 states[name] = ({"kind": "shared", "column": shared} if shared
-                                else self.counts.get(name, vocabulary.Counts()).state(options, group, base.get(name)))
+                                else self._counts(name, options).state(options, group, base.get(name)))
         return states

@@ -289,20 +289,20 @@ def parsed_numbers(text):
 
 
 def graph_encoded(state, text):
-    """(float32 values or int32 bucket ids, repaired [same shape] bool) of a numeric column's tf.string
-    texts: a text that is not a finite number is filled as a missing value and counted as repaired, as is a
-    value clipped to the contract's bound."""
+    """(float32 values or int32 bucket ids, repairs [same shape] int32) of a numeric column's tf.string texts:
+    a text that is not a finite number is filled as a missing value (one repair), a value beyond the
+    contract's bound clipped (one repair)."""
     import tensorflow as tf
 
     values = parsed_numbers(text)
-    repaired = tf.math.is_nan(values) & tf.not_equal(tf.strings.strip(text), "")
+    repaired = tf.cast(tf.math.is_nan(values) & tf.not_equal(tf.strings.strip(text), ""), tf.int32)
     if state["log1p"]:
         values = tf.sign(values) * tf.math.log1p(tf.abs(values))
     values = tf.where(tf.math.is_nan(values), tf.constant(state["fill"], tf.float64), values)
     if "edges" in state:
         return graph_bucket_ids(values, state["edges"]), repaired
     values = scaled(state, values)
-    repaired |= tf.abs(values) > NUMERIC_LIMIT
+    repaired += tf.cast(tf.abs(values) > NUMERIC_LIMIT, tf.int32)
     return tf.cast(tf.clip_by_value(values, -NUMERIC_LIMIT, NUMERIC_LIMIT), tf.float32), repaired
 
 

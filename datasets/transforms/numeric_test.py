@@ -68,14 +68,14 @@ class NumericTest(TestCase):
         graph, repaired = numeric.graph_encoded(standardized, tf.constant(texts))
         np.testing.assert_array_equal(graph.numpy(), values)
         # repaired: a text that is not a finite number (filled), not an empty one (missing)
-        np.testing.assert_array_equal(repaired.numpy(), [False, False, True, False, False, False, False, True])
+        np.testing.assert_array_equal(repaired.numpy(), [0, 0, 1, 0, 0, 0, 0, 1])
         plain = {"kind": "numeric", "log1p": False, "fill": 0.0}
         values, _, clipped = numeric.encoded(plain, parsed)
         self.assertEqual(values[4], np.float32(1e9))  # 1e300, clipped to the contract's bound
         np.testing.assert_array_equal(clipped, [False, False, False, False, True, False, False, False])
         graph, repaired = numeric.graph_encoded(plain, tf.constant(texts))
         np.testing.assert_array_equal(graph.numpy(), values)
-        self.assertTrue(repaired.numpy()[4])
+        self.assertEqual(repaired.numpy()[4], 1)  # clipped
         bucketed = {"kind": "numeric", "log1p": False, "fill": 0.0, "buckets": 3, "edges": [0.0, 5.0]}
         ids, _, _ = numeric.encoded(bucketed, parsed)
         np.testing.assert_array_equal(ids, [2, 2, 2, 1, 3, 3, 2, 2])  # 1 + #{edges <= x}; missing -> fill 0.0

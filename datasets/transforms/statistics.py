@@ -71,7 +71,7 @@ def raw_values(rows, positives, prior, prior_rows):
 
 def fit(values, train, buckets):
     """{"edges": [3 lists]}: equal-frequency bucket edges of each raw value on the training rows (np.quantile's,
-    zoo.datasets.spec_engine.bucket_edges; on whole counts, so the raw signature's buckets are exact)."""
+    zoo.datasets.transforms.numeric.bucket_edges; on whole counts, so the raw signature's buckets are exact)."""
     from zoo.datasets.transforms.numeric import bucket_edges
 
     chosen = values[train]

@@ -45,7 +45,9 @@ def vocabulary_state(options, values, counts, base=None, last_seen=None):
     leaves room for and both fits know their values' times, the table keeps the max_size most recently seen
     of its tokens and the new values (ties: the preset's token stays, then the more frequent value): each
     evicted token's id goes to an admitted value (Monolith's expiry, TF Recommenders-Addons' restrict);
-    without times a full table takes no new value (the values left out score through the OOV id)."""
+    without times (a spec without a time, a preset fitted before they were kept) a full table takes no new
+    value (the values left out score through the OOV id). A first fit evicts nothing: it keeps the most
+    frequent values."""
     tokens = np.asarray(values.to_numpy(zero_copy_only=False), dtype=object).astype(str)
     counts = np.asarray(counts, dtype=np.int64)
     last = None if last_seen is None else np.asarray(last_seen, dtype=np.int64)
@@ -60,20 +62,22 @@ def vocabulary_state(options, values, counts, base=None, last_seen=None):
     if last is None:
         return {"kind": "vocabulary", "tokens": kept}
     seen = dict(zip(tokens.tolist(), last.tolist()))  # this fit's latest time of each value
-    before = (base or {}).get("last_seen") or [0] * len(old)  # (0: a preset token's time unknown, the oldest)
+    timed = base is None or len(base.get("last_seen") or []) == len(old)  # (a preset fitted without times: [])
+    before = base.get("last_seen") if base is not None and timed else [0] * len(old)
     old_last = [max(t, seen.get(token, t)) for token, t in zip(old, before)]
     state = {"kind": "vocabulary", "tokens": kept, "last_seen": old_last + [seen[t] for t in kept[len(old):]]}
     waiting = order[room:] if room is not None else order[:0]
-    if not waiting.size:
+    if base is None or not timed or not waiting.size:  # (a first fit keeps the most frequent, evicting nothing)
         return state
-    # the table keeps the cap's most recently seen of its tokens and the waiting values
-    candidates = [(t, 1, i) for i, t in enumerate(state["last_seen"])] + [
-        (int(last[j]), 0, -k) for k, j in enumerate(waiting)]  # (time, the preset's first, then by frequency)
+    # the table keeps the cap's most recently seen of its tokens and the waiting values; (time, the preset's
+    # token first, then its lower id (the more frequent when fitted), a waiting value's frequency)
+    candidates = [(t, 1, -i) for i, t in enumerate(state["last_seen"])] + [
+        (int(last[j]), 0, -k) for k, j in enumerate(waiting)]
     ranked = sorted(range(len(candidates)), key=candidates.__getitem__, reverse=True)
     chosen = set(ranked[:cap])
     evicted = sorted(i for i in range(len(kept)) if i not in chosen)
     admitted = [waiting[c - len(kept)] for c in sorted(c for c in chosen if c >= len(kept))]
-    for slot, j in zip(evicted, admitted):  # (as many admitted as evicted: the table was full)
+    for slot, j in zip(evicted, admitted):  # (one admitted value per evicted token: the table was full)
         state["tokens"][slot], state["last_seen"][slot] = str(tokens[j]), int(last[j])
     return state
 

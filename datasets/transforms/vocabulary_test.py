@@ -61,6 +61,15 @@ class EvictionTest(TestCase):
         self.assertEqual(second, reference)
         self.assertEqual(second, {"kind": "vocabulary", "tokens": ["a", "e", "c", "f"], "last_seen": [50, 130, 100, 120]})
 
+    def test_a_first_fit_keeps_the_most_frequent_and_a_preset_without_times_evicts_nothing(self):
+        options = {"min_count": 1, "max_size": 2}
+        first = self.fit(["a"] * 10 + ["b"] * 5 + ["c"], [100] * 10 + [200] * 5 + [300], options)
+        self.assertEqual(first, {"kind": "vocabulary", "tokens": ["a", "b"], "last_seen": [100, 200]})
+        untimed = {"kind": "vocabulary", "tokens": ["p", "q"]}  # (a preset fitted before times were kept)
+        self.assertEqual(self.fit(["x"], [500], options, base=untimed)["tokens"], ["p", "q"])
+        tied = {"kind": "vocabulary", "tokens": ["p", "q"], "last_seen": [10, 10]}
+        self.assertEqual(self.fit(["x"], [500], options, base=tied)["tokens"], ["p", "x"])  # the higher id leaves
+
     def test_a_table_with_room_appends_and_one_without_times_takes_no_new_value(self):
         options = {"min_count": 1, "max_size": 5}
         first = self.fit(["a", "b"], [10, 20], options)

@@ -101,8 +101,6 @@ class RawPreprocessing:
     """The fitted preprocessing of a spec as TensorFlow ops (tables built once, at export)."""
 
     def __init__(self, state, schema):
-        import tensorflow as tf
-
         self.spec = check_state(state)
         self.schema = schema
         self.states = state["fitted"]
@@ -135,7 +133,7 @@ class RawPreprocessing:
         import tensorflow as tf
 
         values, repaired = numeric.graph_encoded(self.states[column], text)
-        self.repaired.append(tf.reduce_sum(tf.reshape(tf.cast(repaired, tf.int32), (tf.shape(text)[0], -1)), axis=1))
+        self.repaired.append(tf.reduce_sum(tf.reshape(repaired, (tf.shape(text)[0], -1)), axis=1))
         return values
 
     def statistics(self, key, group, names, inputs, by_column, features):
