@@ -411,6 +411,7 @@ class _Build:
         self.kinds = {}  # repair kind -> (rank, rows per file index)
         self.states = {} if fitted is None else dict(fitted["fitted"])
         self.base = {} if grow_from is None else continued(grow_from)  # the preset's states a fit continues
+        self.drift = {}  # (a continued fit: how far the new rows' numerics moved from the preset's kept states)
         self.unknown, self._unknown_values, self._unknown_files = {}, {}, {}  # (OOV: totals, values, per file)
         self.labeled = True
         self.rngs, self.last_seen = {}, None  # sampled negatives: a stream per split; (streaming) attributes
@@ -439,7 +440,8 @@ class _Build:
         if self.fitted is None:
             rows, positives = self.group.sum(np.array([train.sum(), self.data["label"][train].sum()], np.int64))
             check_training_rows(self.spec, list(self.accounts), int(rows), int(positives))
-            self.states = Fit(self.spec).add(self.data, train).states(self.group, self.base)
+            fit = Fit(self.spec).add(self.data, train)
+            self.states, self.drift = fit.states(self.group, self.base), fit.drift
         encoded = self._encode()
         samples, events_store, dropped = self._samples(split, encoded, train)
         schema = self._schema()
@@ -974,6 +976,8 @@ class _Build:
         }
         if self.fitted is not None:
             info["unknown_ids"] = self.unknown
+        if self.drift:
+            info["drift"] = self.drift
         if self.sharded:
             info["process"] = {"rank": self.group.rank, "size": self.group.size,
                                "shards": [int(n) for n in self.file_numbers]}

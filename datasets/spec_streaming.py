@@ -80,7 +80,7 @@ def build(spec, files, out_dir, verbose="auto", fitted=None, origin=("spec", "sp
 
         rows, positives = np.split(group.sum(engine.agreed(group, fit_read)), [3])
         engine.check_training_rows(spec, files, int(rows[0]), int(positives[0]))
-        maker.states = fit.states(group, maker.base)
+        maker.states, maker.drift = fit.states(group, maker.base), fit.drift
         _progress(maker, f"fitted on {rows[0]:,} training rows of {rows.sum():,}")
     reads = int(splits.counting) + (fitted is None) + 1
 
@@ -174,7 +174,7 @@ def _build_by_user(spec, files, maker, accounts):
                 fit.add(maker.data, codes == 0)
             rows, positives = np.split(group.sum(rows), [3])
             engine.check_training_rows(spec, files, int(rows[0]), int(positives[0]))
-            maker.states = fit.states(group, maker.base)
+            maker.states, maker.drift = fit.states(group, maker.base), fit.drift
             _progress(maker, f"fitted on {rows[0]:,} training rows of {rows.sum():,}")
             if spec.label.get("events") and spec.label.get("negatives"):
                 maker.last_seen = _last_seen(maker, sorted_partitions())

@@ -302,11 +302,14 @@ def train(model, source=None, out="runs/fit", *, recipe="suan", epochs=None, bat
     if parent is not None:
         state = source.record()[1]
         carry.carry_weights(parent, model, parent_state, state)
-        lineage = carry.lineage(warm_start, parent_state, state, source.info["rows"])
+        lineage = carry.lineage(warm_start, parent_state, state, source.info["rows"], source.info.get("drift"))
         grown = ", ".join(f"{name} {v['before']:,} -> {v['after']:,}" + (
             f" ({v['evicted']:,} least recently seen evicted)" if v["evicted"] else "")
             for name, v in lineage["vocabularies"].items() if v["after"] != v["before"] or v["evicted"]) or "none grew"
         log(f"vocabularies grown by the new log's values: {grown}")
+        moved = carry.drift_note(lineage["drift"])
+        if moved:
+            log(moved)
     from zoo.recipes.fit import table_choice
 
     update, why = table_choice(model, recipe, distributed=run is not None)  # (stated in the banner and the preset)

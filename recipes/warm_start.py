@@ -27,7 +27,10 @@ What it does not carry (a fresh start there, stated here): the optimizer's state
 the first steps move the weights as a new run's do; a preset keeps weights, not the optimizer).
 
 The new preset records its lineage in metadata.json: the parent preset (path and weights' sha256), the
-rows of the new log, and each vocabulary's size before and after and its tokens evicted.
+rows of the new log, each vocabulary's size before and after and its tokens evicted, and the drift of each
+numeric column whose fit was kept (the population stability index of its new values over the preset's
+buckets, or its mean's shift in the preset's deviations); a drift past PSI 0.25 or half a deviation is
+printed.
 """
 
 import os
@@ -128,13 +131,28 @@ def carry_weights(parent, model, parent_state, state):
     return len(new)
 
 
-def lineage(preset, parent_state, state, rows):
+def lineage(preset, parent_state, state, rows, drift=None):
     """What metadata.json records of a preset trained from another: the parent (its folder and weights'
-    sha256), the new log's rows per split, and each vocabulary's size before and after and its tokens evicted."""
+    sha256), the new log's rows per split, each vocabulary's size before and after and its tokens evicted,
+    and how far each kept numeric fit's new values moved (`drift`: zoo.datasets.transforms.numeric.drift)."""
     from zoo import presets
 
     metadata = presets.read_metadata(preset)
     grown = {column: {"before": len(before), "after": len(after), "evicted": len(set(before) - set(after))}
              for column, before, after in vocabularies(parent_state, state).values()}
     return {"parent": os.path.abspath(preset), "parent_weights_sha256": metadata.get("weights_sha256"),
-            "rows": dict(rows), "vocabularies": grown}
+            "rows": dict(rows), "vocabularies": grown, "drift": dict(drift or {})}
+
+
+def drift_note(drift):
+    """One line naming the numeric columns whose new values moved from the preset's kept fit, or None."""
+    def shown(name, moved):
+        if "psi" in moved:
+            return f"{name} (PSI {moved['psi']:.2f} over the preset's buckets)"
+        return f"{name} (mean {moved['mean_shift']:.2f} deviations away, deviation x{moved['sd_ratio']:.2f})"
+
+    moved = [shown(name, value) for name, value in drift.items() if value["moved"]]
+    if not moved:
+        return None
+    return (f"drift: the new log's {', '.join(moved)} moved from the preset's fit; their bucket edges and scales "
+            "stay the preset's (an id means what it meant): a full retrain refits them")

@@ -108,6 +108,7 @@ class TrainFromPresetTest(TestCase):
         with open(spec, "w") as f:
             written = impression_spec(sequence_length=4)
             written["columns"]["user_id"]["max_size"] = 15  # (20 users: a full table, so the next fit evicts)
+            written["columns"]["price"]["scale"] = "standardize"  # (its drift measured against the preset's)
             json.dump(written, f)
         small = [f"--set={key}={json.dumps(value)}" for key, value in SMALL["din"].items()]
         status, _, err = run_cli("fit", "din", "--data", first, "--spec", spec, "--epochs", "1",
@@ -149,6 +150,10 @@ class TrainFromPresetTest(TestCase):
             else:
                 self.assertEqual(users_after["tokens"].index(token), users_before["tokens"].index(token))
         self.assertEqual(sum(lineage["rows"].values()), 200)  # the new log's rows (the earlier log: history only)
+        self.assertEqual(sorted(lineage["drift"]), ["price"])  # (the same generator: no move, no note)
+        self.assertEqual(sorted(lineage["drift"]["price"]), ["mean_shift", "moved", "sd_ratio"])
+        self.assertFalse(lineage["drift"]["price"]["moved"])
+        self.assertNotIn("drift:", out)
         self.assertIn("read 300 row(s) for histories and statistics only", out + err)
         model = zoo.load(child)
         self.assertEqual(model.get_config()["mlp_units"], list(SMALL["din"]["mlp_units"]))  # the parent's

@@ -84,12 +84,19 @@ class Fit:
         the spec's column order with list columns last; continuing `base`'s where given."""
         base = base or {}
         columns, states = self.spec.columns, {}
+        self.drift = {}  # a continued fit: how far each kept numeric state's new values moved (numeric.drift)
         for name, options in columns.items():
             if options["type"] == "list":
                 continue
             if options["type"] == "numeric" and not options.get("bars"):
-                states[name] = base.get(name) or self.moments.get(name, numeric.Moments(bool(options["buckets"]))).state(
-                    options, group)
+                moments = self.moments.get(name, numeric.Moments(bool(options["buckets"])))
+                if name in base:
+                    if group.size > 1:
+                        moments.gather(group)
+                    moved = numeric.drift(base[name], moments)
+                    if moved is not None:
+                        self.drift[name] = moved
+                states[name] = base.get(name) or moments.state(options, group)
             else:
                 states[name] = self._counts(name, options).state(options, group, base.get(name))
         for name, options in columns.items():

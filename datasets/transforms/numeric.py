@@ -215,7 +215,7 @@ class Moments:
     def state(self, options, group):
         """The column's fitted state over every process of `group`."""
         if group.size > 1:
-            self._gather(group)
+            self.gather(group)
         fill = fill_value(options, self.count, self.total)
         state = {"kind": "numeric", "log1p": options["log1p"], "fill": fill}
         n, mean, squares = combine((self.count, self.mean, self.squares), (self.missing, fill, 0.0))
@@ -232,7 +232,8 @@ class Moments:
                          edges=bucket_edges(int(n), options["buckets"], self.distinct.order_statistics))
         return state
 
-    def _gather(self, group):
+    def gather(self, group):
+        """Every process's moments together (each process: the same)."""
         parts = group.allgather((self.count, self.total, self.mean, self.squares, self.missing, self.low, self.high,
                                  None if self.distinct is None else (self.distinct.values, self.distinct.counts)))
         self.count = self.total = self.mean = self.squares = 0.0
@@ -245,6 +246,36 @@ class Moments:
             self.low, self.high = min(self.low, low), max(self.high, high)
         if self.distinct is not None:
             self.distinct = Distinct.of_pairs([part[7] for part in parts])
+
+
+PSI_MOVED = 0.25  # the population stability index past which a distribution moved (the credit-scoring rule)
+
+
+def drift(state, moments):
+    """How far a continued fit's new training values (`moments`) moved from a preset's numeric `state`, which
+    the fit keeps: {"psi": p} over the preset's equal-frequency buckets (PSI = sum (a - e) ln(a / e), e =
+    1 / buckets each; only where no edge collapsed, so each bucket held 1 / buckets of the preset's rows),
+    {"mean_shift": z, "sd_ratio": r} (the new mean's distance from the preset's in its standard deviations,
+    and the deviations' ratio) for a standardised column; "moved": whether it passes PSI 0.25, 0.5
+    deviations or a ratio outside 0.5 .. 2. None when there is nothing to compare (no new value, another
+    scale, buckets whose edges collapsed)."""
+    n = moments.count + moments.missing
+    if not n:
+        return None
+    if "edges" in state and moments.distinct is not None and len(state["edges"]) == state["buckets"] - 1:
+        ids = bucket_ids(moments.distinct.values, state["edges"])
+        shares = np.bincount(ids, weights=moments.distinct.counts, minlength=state["buckets"] + 1)[1:]
+        shares[bucket_ids(np.asarray([state["fill"]]), state["edges"])[0] - 1] += moments.missing
+        shares = np.maximum(shares / n, 1e-4)
+        expected = 1.0 / state["buckets"]
+        psi = float(np.sum((shares - expected) * np.log(shares / expected)))
+        return {"psi": round(psi, 4), "moved": psi > PSI_MOVED}
+    if "std" in state:
+        count, mean, squares = combine((moments.count, moments.mean, moments.squares), (moments.missing, state["fill"], 0.0))
+        shift, ratio = abs(mean - state["mean"]) / state["std"], float(np.sqrt(squares / count)) / state["std"]
+        return {"mean_shift": round(float(shift), 4), "sd_ratio": round(ratio, 4),
+                "moved": bool(shift > 0.5 or not 0.5 <= ratio <= 2.0)}
+    return None
 
 
 def combine(a, b):

@@ -47,6 +47,32 @@ class NumericTest(TestCase):
         self.assertEqual(numeric.scaler_problem({"min": 0.0}),
                          ("max", "a scaler needs its least value and greatest value"))
 
+    def test_drift_is_the_psi_over_the_presets_buckets_or_the_shift_of_its_scale(self):
+        rng = np.random.default_rng(3)
+        before = rng.normal(0.0, 1.0, 4000)
+        state = numeric.Moments(bucketed=True)
+        state.add(before)
+        state = state.state(options(scale="none", buckets=10), ProcessGroup())
+        for shift, moved in ((0.0, False), (1.0, True)):
+            after = rng.normal(shift, 1.0, 3000)
+            moments = numeric.Moments(bucketed=True)
+            moments.add(after)
+            found = numeric.drift(state, moments)
+            shares = np.maximum(np.bincount(np.searchsorted(state["edges"], after, side="right"), minlength=10) / 3000,
+                                1e-4)
+            psi = np.sum((shares - 0.1) * np.log(shares / 0.1))  # the credit-scoring index, by hand
+            self.assertAlmostEqual(found["psi"], psi, places=4)
+            self.assertEqual(found["moved"], moved)
+        scaled = {"kind": "numeric", "log1p": False, "fill": 0.0, "mean": 10.0, "std": 2.0}
+        moments = numeric.Moments(bucketed=False)
+        moments.add(np.array([12.0, 14.0, np.nan]))  # the missing value counts at the preset's fill, 0
+        values = np.array([12.0, 14.0, 0.0])
+        found = numeric.drift(scaled, moments)
+        self.assertAlmostEqual(found["mean_shift"], abs(values.mean() - 10.0) / 2.0, places=4)
+        self.assertAlmostEqual(found["sd_ratio"], values.std() / 2.0, places=4)
+        self.assertTrue(found["moved"])
+        self.assertIsNone(numeric.drift(scaled, numeric.Moments(bucketed=False)))  # no new value
+
     def test_log1p_keeps_the_sign_and_a_constant_fill_is_the_constant(self):
         np.testing.assert_allclose(numeric.transformed(options(log1p=True), np.array([-3.0, 0.0, 9.0])),
                                    [-np.log(4.0), 0.0, np.log(10.0)])
