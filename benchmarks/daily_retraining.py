@@ -4,6 +4,8 @@
     python benchmarks/daily_retraining.py --days 8 --model din
     python benchmarks/daily_retraining.py --days 8 --item-min-count 2 --work runs/daily_retraining_mc2 \
         --table benchmarks/reproduced/daily_retraining_mc2           # items seen once go to the OOV id
+    python benchmarks/daily_retraining.py --days 8 --item-max-size 12000 --work runs/daily_retraining_cap \
+        --table benchmarks/reproduced/daily_retraining_cap           # the item table capped: LRU eviction
 
 The Taobao UserBehavior sample (../shared/data/taobao-userbehavior) is written as a team's event log,
 one CSV per day (`kind` view/like/basket/order, `ts` ISO text, `who`, `what`, `cat`; positives basket and
@@ -26,7 +28,6 @@ import argparse
 import csv
 import datetime
 import json
-import os
 import subprocess
 import sys
 import time
@@ -90,6 +91,13 @@ def unknown_share(preset, day, earlier):
     return sum(item not in known for item in items) / len(items)
 
 
+def table_growth(preset):
+    """"12,000 (2,731)": the item table's tokens after a fit from yesterday and how many it evicted (lineage)."""
+    with open(Path(preset) / "metadata.json") as f:
+        grown = json.load(f)["lineage"]["vocabularies"]["what"]
+    return f"{grown['after']:,} ({grown['evicted']:,})"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--days", type=int, default=4, help="the last training day (scoring the next)")
@@ -98,6 +106,9 @@ def main(argv=None):
     parser.add_argument("--table", default=str(ROOT / "benchmarks" / "reproduced" / "daily_retraining"))
     parser.add_argument("--item-min-count", type=int, default=None,
                         help="set the drafted spec's item column's min_count (the draft's own when left out)")
+    parser.add_argument("--item-max-size", type=int, default=None,
+                        help="cap the item column's table (max_size): fits from yesterday evict the least recently "
+                             "seen items at the cap")
     args = parser.parse_args(argv)
     if not USER_BEHAVIOR.exists():
         sys.exit(f"{USER_BEHAVIOR}: the Taobao UserBehavior sample is not here")
@@ -109,10 +120,12 @@ def main(argv=None):
     if not spec.exists():
         zoo("spec", "draft", days[0], "--label", "kind", "--positive", "order,basket", "--time", "ts", "--user", "who",
             "--item", "what", "--out", spec)
+        drafted = json.loads(spec.read_text())
         if args.item_min_count is not None:  # (an item seen once is noise to a model that retrains every day?)
-            drafted = json.loads(spec.read_text())
             drafted["columns"]["what"]["min_count"] = args.item_min_count
-            spec.write_text(json.dumps(drafted, indent=1))
+        if args.item_max_size is not None:  # (a table bounded over the days: the least recently seen evicted)
+            drafted["columns"]["what"]["max_size"] = args.item_max_size
+        spec.write_text(json.dumps(drafted, indent=1))
     cells = work / "cells.json"
     done = json.loads(cells.read_text()) if cells.exists() else {}
 
@@ -133,9 +146,11 @@ def main(argv=None):
         return cell(f"auc {preset} {day.name}", run)
 
     fit("day1", "--data", days[0], "--spec", spec)
+    capped = args.item_max_size is not None  # (a column more: the item table of the fit from yesterday)
     lines = ["| trained through | scored | frozen (day 1) | from yesterday | the same, no --history-from | full retrain | "
-             "unknown items: frozen / from yesterday / full | fit s: from yesterday / full |",
-             "|---|---|---|---|---|---|---|---|"]
+             "unknown items: frozen / from yesterday / full | fit s: from yesterday / full |"
+             + (" items in the table from yesterday (evicted) |" if capped else ""),
+             "|---|---|---|---|---|---|---|---|" + ("---|" if capped else "")]
     previous = {"from": work / "day1" / "preset", "alone": work / "day1" / "preset"}
     for d in range(2, args.days + 1):
         scored, earlier = days[d], days[:d]
@@ -150,11 +165,14 @@ def main(argv=None):
         lines.append(f"| {days[d - 1].stem} | {scored.stem} | {results['frozen']['auc']:.4f} | "
                      f"{results['from']['auc']:.4f} | {results['alone']['auc']:.4f} | {results['full']['auc']:.4f} | "
                      f"{results['frozen']['unknown_items']:.1%} / {results['from']['unknown_items']:.1%} / "
-                     f"{results['full']['unknown_items']:.1%} | {step['seconds']:.0f} / {full['seconds']:.0f} |")
+                     f"{results['full']['unknown_items']:.1%} | {step['seconds']:.0f} / {full['seconds']:.0f} |"
+                     + (f" {table_growth(work / f'from-history-{d}' / 'preset')} |" if capped else ""))
         print(lines[-1], flush=True)
     table = Path(args.table)
     table.mkdir(parents=True, exist_ok=True)
-    variant = f" --item-min-count {args.item_min_count}" if args.item_min_count is not None else ""
+    variant = "".join(f" --{flag} {value}" for flag, value in (("item-min-count", args.item_min_count),
+                                                                  ("item-max-size", args.item_max_size))
+                      if value is not None)
     (table / "README.md").write_text(f"# Daily retraining ({args.model}, `python benchmarks/daily_retraining.py "
                                      f"--days {args.days}{variant}`)\n\n" + "\n".join(lines) + "\n")
     print("\n".join(lines))
