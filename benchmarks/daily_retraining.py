@@ -106,6 +106,7 @@ def main(argv=None):
     parser.add_argument("--table", default=str(ROOT / "benchmarks" / "reproduced" / "daily_retraining"))
     parser.add_argument("--item-min-count", type=int, default=None,
                         help="set the drafted spec's item column's min_count (the draft's own when left out)")
+    parser.add_argument("--seed", type=int, default=0, help="every fit's seed (default 0)")
     parser.add_argument("--item-max-size", type=int, default=None,
                         help="cap the item column's table (max_size): fits from yesterday evict the least recently "
                              "seen items at the cap")
@@ -136,7 +137,8 @@ def main(argv=None):
         return done[name]
 
     def fit(out, *flags):
-        return cell(f"fit {out}", lambda: {"seconds": zoo("fit", args.model, *flags, "--out", work / out)[0]})
+        return cell(f"fit {out}", lambda: {"seconds": zoo("fit", args.model, *flags, "--seed", args.seed,
+                                                           "--out", work / out)[0]})
 
     def auc(preset, day, earlier):
         def run():
@@ -171,7 +173,8 @@ def main(argv=None):
     table = Path(args.table)
     table.mkdir(parents=True, exist_ok=True)
     variant = "".join(f" --{flag} {value}" for flag, value in (("item-min-count", args.item_min_count),
-                                                                  ("item-max-size", args.item_max_size))
+                                                                  ("item-max-size", args.item_max_size),
+                                                                  ("seed", args.seed or None))
                       if value is not None)
     (table / "README.md").write_text(f"# Daily retraining ({args.model}, `python benchmarks/daily_retraining.py "
                                      f"--days {args.days}{variant}`)\n\n" + "\n".join(lines) + "\n")
