@@ -56,7 +56,7 @@ class FeatureEmbedding(keras.layers.Layer):
         for feature in self.schema.features:
             if feature.group == "num":
                 continue
-            table = feature.name if feature.group in ("hist", "cand") else feature.key
+            table = feature.table
             if table not in self.tables:
                 self.tables[table] = keras.layers.Embedding(
                     feature.vocabulary_size,
@@ -73,7 +73,7 @@ class FeatureEmbedding(keras.layers.Layer):
         self.built = True
 
     def _table(self, feature):
-        return self.tables[feature.name if feature.group in ("hist", "cand") else feature.key]
+        return self.tables[feature.table]
 
     def _lookup(self, feature, ids):
         """The rows of `feature`'s table at `ids` (zoo.backend_kernels.gather_rows: torch's fast backward); a

@@ -39,6 +39,7 @@ import re
 import numpy as np
 
 from zoo.errors import ZooError
+from zoo.feature import table_name
 
 
 def parent_preset(preset, model_name):
@@ -79,13 +80,12 @@ TABLE = re.compile(r"(?:^|/)(?:embedding|induction|feed)_(\w+)/embeddings$")
 
 def vocabularies(parent_state, state):
     """{embedding table: (column, tokens before, tokens after)} of every table a fitted vocabulary indexes
-    (FeatureEmbedding's table names: a cand or hist feature's name, any other feature's key)."""
+    (zoo.feature.table_name: FeatureEmbedding's table names; a column's role is its feature's group)."""
     out = {}
     for name, options in state["spec"]["columns"].items():
         table, before = state["fitted"].get(name), parent_state["fitted"].get(name)
         if all(isinstance(t, dict) and t.get("kind") == "vocabulary" for t in (table, before)):
-            key = options["feature"] if options["role"] in ("cand", "hist") else f"{options['role']}_{options['feature']}"
-            out[key] = (name, before["tokens"], table["tokens"])
+            out[table_name(options["role"], options["feature"])] = (name, before["tokens"], table["tokens"])
     return out
 
 

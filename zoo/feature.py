@@ -3,6 +3,12 @@
 import dataclasses
 
 
+def table_name(group, name):
+    """The embedding table a feature of `group` and `name` reads: hist_<f> and cand_<f> share the table of
+    field f, any other feature has its own (its key)."""
+    return name if group in ("hist", "cand") else f"{group}_{name}"
+
+
 @dataclasses.dataclass(frozen=True)
 class Feature:
     """One feature of the contract.
@@ -31,6 +37,11 @@ class Feature:
     @property
     def key(self):
         return f"{self.group}_{self.name}"
+
+    @property
+    def table(self):
+        """The name of the embedding table this feature reads (`table_name`)."""
+        return table_name(self.group, self.name)
 
     def to_dict(self):
         config = dataclasses.asdict(self)

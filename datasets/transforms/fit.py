@@ -46,11 +46,12 @@ class Fit:
 
         spec, mask = self.spec, pa.array(train)
         times = data.get("time") if getattr(spec, "time", None) is not None else None
+        training_rows = np.flatnonzero(train) if times is not None else None  # (each value's row, for its time)
         for name, options in spec.columns.items():
             kind = options["type"]
             if options.get("hash_buckets") or kind == "list" and shared_column(spec.columns, options):
                 continue
-            rows = np.flatnonzero(train)  # (the row of each value below, for its time)
+            rows = training_rows
             if kind == "categorical":
                 values = pc.filter(data["text"][name], mask)
             elif kind == "numeric" and options.get("bars"):
